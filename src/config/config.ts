@@ -1,0 +1,150 @@
+import path from 'node:path';
+import { ConfigError } from '../errors.js';
+import { SIGNED_PAYLOAD_SCHEMES, type SignedPayloadScheme } from '../signature/index.js';
+import type { Env } from './env.js';
+import { int, list, oneOf, str, url } from './parse.js';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+export const ROLES = ['all', 'ingress', 'worker', 'reconciler'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface DatabaseConfig {
+  /** Postgres when set; the embedded PGlite store in `dataDir` otherwise. */
+  url: string | undefined;
+  dataDir: string;
+  /** Connections for the ingress pool (kept small on purpose: group commit needs few). */
+  poolSize: number;
+}
+
+export interface IngressConfig {
+  host: string;
+  port: number;
+  maxBodyBytes: number;
+  toleranceSeconds: number;
+  secrets: string[];
+  signedPayload: SignedPayloadScheme;
+  ackTimeoutMs: number;
+  /** Server-side cap on how long one request may take to arrive (slow-drip bodies). */
+  requestTimeoutMs: number;
+  maxBatch: number;
+}
+
+export interface WorkerConfig {
+  concurrency: number;
+  maxAttempts: number;
+  orderingHoldSeconds: number;
+  batchSize: number;
+  leaseSeconds: number;
+  pollIntervalMs: number;
+  handlerTimeoutMs: number;
+  forwardUrl: string | undefined;
+  forwardSecret: string | undefined;
+  forwardTimeoutMs: number;
+}
+
+export interface ApiConfig {
+  baseUrl: string | undefined;
+  apiKey: string | undefined;
+  apiKeyFile: string | undefined;
+  correspondencePath: string;
+  clientCertFile: string | undefined;
+  clientKeyFile: string | undefined;
+  caFile: string | undefined;
+  connectTimeoutMs: number;
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  maxAttempts: number;
+  deadlineMs: number;
+}
+
+export interface Config {
+  nodeEnv: string;
+  production: boolean;
+  logLevel: LogLevel;
+  database: DatabaseConfig;
+  ingress: IngressConfig;
+  worker: WorkerConfig;
+  api: ApiConfig;
+  encryptionKey: string | undefined;
+  secretOverlapSeconds: number;
+  reconcileCron: string;
+  metricsPort: number | undefined;
+  shutdownTimeoutMs: number;
+}
+
+const MiB = 1024 * 1024;
+
+/** Parses every setting up front, so a typo fails at start with the setting's name, not at 3 a.m. */
+export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
+  const nodeEnv = str(env, 'NODE_ENV') ?? 'development';
+  const dataDir = path.resolve(cwd, str(env, 'POSTROOM_DATA_DIR') ?? '.postroom');
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+
+  const secrets = list(env, 'POSTROOM_WEBHOOK_SECRETS');
+  const apiKey = str(env, 'POSTROOM_API_KEY');
+  const encryptionKey = str(env, 'POSTROOM_ENCRYPTION_KEY');
+  if (encryptionKey !== undefined && !/^[0-9a-fA-F]{64}$/.test(encryptionKey) && Buffer.from(encryptionKey, 'base64').length !== 32) {
+    throw new ConfigError('POSTROOM_ENCRYPTION_KEY', 'expected 32 random bytes as 64 hex characters or base64 (generate one with `openssl rand -hex 32`)');
+  }
+  const metricsPortRaw = str(env, 'POSTROOM_METRICS_PORT');
+
+  return {
+    nodeEnv,
+    production: nodeEnv === 'production',
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    database: {
+      url: databaseUrl,
+      dataDir,
+      poolSize: int(env, 'POSTROOM_DB_POOL_SIZE', 4, { min: 1, max: 100 }),
+    },
+    ingress: {
+      host: str(env, 'HOST') ?? '127.0.0.1',
+      port: int(env, 'PORT', 8080, { min: 0, max: 65535 }),
+      maxBodyBytes: int(env, 'POSTROOM_MAX_BODY_BYTES', MiB, { min: 1024, max: 64 * MiB }),
+      toleranceSeconds: int(env, 'POSTROOM_SIGNATURE_TOLERANCE_SECONDS', 300, { min: 1, max: 86_400 }),
+      secrets,
+      signedPayload: oneOf(env, 'POSTROOM_SIGNED_PAYLOAD', SIGNED_PAYLOAD_SCHEMES, 'body'),
+      ackTimeoutMs: int(env, 'POSTROOM_ACK_TIMEOUT_MS', 5000, { min: 50, max: 60_000 }),
+      requestTimeoutMs: int(env, 'POSTROOM_REQUEST_TIMEOUT_MS', 10_000, { min: 100, max: 300_000 }),
+      maxBatch: int(env, 'POSTROOM_INGEST_MAX_BATCH', 256, { min: 1, max: 5000 }),
+    },
+    worker: {
+      concurrency: int(env, 'POSTROOM_WORKER_CONCURRENCY', 4, { min: 1, max: 256 }),
+      maxAttempts: int(env, 'POSTROOM_MAX_ATTEMPTS', 10, { min: 1, max: 1000 }),
+      orderingHoldSeconds: int(env, 'POSTROOM_ORDERING_HOLD_SECONDS', 300, { min: 0, max: 7 * 86_400 }),
+      batchSize: int(env, 'POSTROOM_WORKER_BATCH_SIZE', 100, { min: 1, max: 5000 }),
+      leaseSeconds: int(env, 'POSTROOM_WORKER_LEASE_SECONDS', 60, { min: 1, max: 86_400 }),
+      pollIntervalMs: int(env, 'POSTROOM_WORKER_POLL_MS', 1000, { min: 10, max: 600_000 }),
+      handlerTimeoutMs: int(env, 'POSTROOM_HANDLER_TIMEOUT_MS', 30_000, { min: 10, max: 3_600_000 }),
+      forwardUrl: url(env, 'POSTROOM_FORWARD_URL', ['http:', 'https:']),
+      forwardSecret: str(env, 'POSTROOM_FORWARD_SECRET'),
+      forwardTimeoutMs: int(env, 'POSTROOM_FORWARD_TIMEOUT_MS', 10_000, { min: 10, max: 600_000 }),
+    },
+    api: {
+      baseUrl: url(env, 'POSTROOM_API_BASE_URL', ['http:', 'https:']),
+      apiKey,
+      apiKeyFile: str(env, 'POSTROOM_API_KEY_FILE'),
+      correspondencePath: str(env, 'POSTROOM_CORRESPONDENCE_PATH') ?? '/correspondence/{id}',
+      clientCertFile: str(env, 'POSTROOM_API_CLIENT_CERT_FILE'),
+      clientKeyFile: str(env, 'POSTROOM_API_CLIENT_KEY_FILE'),
+      caFile: str(env, 'POSTROOM_API_CA_FILE'),
+      connectTimeoutMs: int(env, 'POSTROOM_API_CONNECT_TIMEOUT_MS', 5000, { min: 10, max: 300_000 }),
+      headersTimeoutMs: int(env, 'POSTROOM_API_HEADERS_TIMEOUT_MS', 15_000, { min: 10, max: 300_000 }),
+      bodyTimeoutMs: int(env, 'POSTROOM_API_BODY_TIMEOUT_MS', 30_000, { min: 10, max: 300_000 }),
+      maxAttempts: int(env, 'POSTROOM_API_MAX_ATTEMPTS', 5, { min: 1, max: 50 }),
+      deadlineMs: int(env, 'POSTROOM_API_DEADLINE_MS', 60_000, { min: 100, max: 3_600_000 }),
+    },
+    encryptionKey,
+    secretOverlapSeconds: int(env, 'POSTROOM_SECRET_OVERLAP_SECONDS', 86_400, { min: 0, max: 30 * 86_400 }),
+    reconcileCron: str(env, 'POSTROOM_RECONCILE_CRON') ?? '*/5 * * * *',
+    metricsPort: metricsPortRaw === undefined ? undefined : int(env, 'POSTROOM_METRICS_PORT', 0, { min: 1, max: 65535 }),
+    shutdownTimeoutMs: int(env, 'POSTROOM_SHUTDOWN_TIMEOUT_MS', 20_000, { min: 100, max: 600_000 }),
+  };
+}
+
+/** Whether development conveniences (generated secret, pretty logs) apply. */
+export function isDevelopment(config: Config): boolean {
+  return !config.production && config.nodeEnv !== 'test';
+}
+

@@ -1,0 +1,154 @@
+import pg from 'pg';
+import type { Logger } from '../logging/logger.js';
+import { advisoryKey } from './advisory-key.js';
+import type { Db, Queryable, QueryResult } from './types.js';
+
+export interface PgDbOptions {
+  url: string;
+  poolSize: number;
+  logger: Logger;
+  /** Fail fast when the server is gone, so ingress can answer 503 within its ack budget. */
+  connectTimeoutMs?: number;
+  applicationName?: string;
+}
+
+function wrap(client: pg.Pool | pg.PoolClient | pg.Client): Queryable {
+  return {
+    async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      const res = await client.query(sql, params as unknown[] | undefined);
+      return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
+    },
+    async exec(sql: string): Promise<void> {
+      await client.query(sql);
+    },
+  };
+}
+
+export function createPgDb(options: PgDbOptions): Db {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
+    idleTimeoutMillis: 30_000,
+    keepAlive: true,
+    application_name: options.applicationName ?? 'postroom',
+  });
+  // An idle client dropped by the server emits here; without a listener the process would crash.
+  pool.on('error', (err) => options.logger.warn({ err: err.message }, 'idle database connection lost'));
+  const base = wrap(pool);
+  const listeners = new Set<pg.Client>();
+
+  return {
+    kind: 'postgres',
+    query: base.query,
+    exec: base.exec,
+
+    async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      let broken = false;
+      try {
+        await client.query('BEGIN');
+        const value = await fn(wrap(client));
+        await client.query('COMMIT');
+        return value;
+      } catch (err) {
+        try {
+          await client.query('ROLLBACK');
+        } catch {
+          broken = true;
+        }
+        throw err;
+      } finally {
+        // A connection whose ROLLBACK failed is in an unknown state: destroy it rather than reuse it.
+        client.release(broken ? true : undefined);
+      }
+    },
+
+    async listen(channel, onPayload) {
+      let stopped = false;
+      let client: pg.Client | undefined;
+      let retryTimer: NodeJS.Timeout | undefined;
+      const connect = async (): Promise<void> => {
+        const c = new pg.Client({ connectionString: options.url, connectionTimeoutMillis: options.connectTimeoutMs ?? 3000, keepAlive: true });
+        c.on('notification', (msg) => {
+          if (msg.channel === channel) onPayload(msg.payload ?? '');
+        });
+        c.on('error', (err) => {
+          options.logger.warn({ err: err.message, channel }, 'notification connection lost; reconnecting');
+          listeners.delete(c);
+          c.end().catch(() => undefined);
+          scheduleReconnect();
+        });
+        await c.connect();
+        await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+        if (stopped) {
+          await c.end();
+          return;
+        }
+        client = c;
+        listeners.add(c);
+      };
+      const scheduleReconnect = (): void => {
+        if (stopped || retryTimer) return;
+        retryTimer = setTimeout(() => {
+          retryTimer = undefined;
+          connect().catch(() => scheduleReconnect());
+        }, 1000);
+        retryTimer.unref();
+      };
+      try {
+        await connect();
+      } catch (err) {
+        // Polling covers the gap; keep trying in the background.
+        options.logger.warn({ err: (err as Error).message, channel }, 'could not LISTEN; will retry');
+        scheduleReconnect();
+      }
+      return async () => {
+        stopped = true;
+        if (retryTimer) clearTimeout(retryTimer);
+        if (client) {
+          listeners.delete(client);
+          await client.end().catch(() => undefined);
+        }
+      };
+    },
+
+    async notify(channel, payload = '') {
+      await pool.query('SELECT pg_notify($1, $2)', [channel, payload]);
+    },
+
+    async withAdvisoryLock(name, fn, opts = {}) {
+      const key = advisoryKey(name).toString();
+      const client = await pool.connect();
+      let held = false;
+      try {
+        if (opts.wait === false) {
+          const res = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [key]);
+          if (!res.rows[0]?.ok) return { acquired: false };
+        } else {
+          await client.query('SELECT pg_advisory_lock($1::bigint)', [key]);
+        }
+        held = true;
+        const value = await fn();
+        return { acquired: true, value };
+      } finally {
+        let broken = false;
+        if (held) {
+          try {
+            await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
+          } catch {
+            broken = true;
+          }
+        }
+        // Destroying the connection also frees a session lock we could not release cleanly.
+        client.release(broken ? true : undefined);
+      }
+    },
+
+    async close() {
+      for (const c of listeners) await c.end().catch(() => undefined);
+      listeners.clear();
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,127 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { PostroomError } from '../errors.js';
+import type { Db, Queryable, QueryResult } from './types.js';
+
+export interface PgliteDbOptions {
+  /** A folder for the data, or undefined for a throw-away in-memory database (tests). */
+  dataDir: string | undefined;
+}
+
+interface PgliteLike {
+  query<R>(sql: string, params?: unknown[]): Promise<{ rows: R[]; affectedRows?: number }>;
+  exec(sql: string): Promise<unknown>;
+}
+
+function wrap(target: PgliteLike): Queryable {
+  return {
+    async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      const res = await target.query<R>(sql, params as unknown[] | undefined);
+      return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
+    },
+    async exec(sql: string): Promise<void> {
+      await target.exec(sql);
+    },
+  };
+}
+
+/**
+ * PGlite has no lock of its own: two processes on one folder would corrupt it.
+ * A pid lock file refuses the second one with a clear error; a lock left by a dead
+ * process is taken over.
+ */
+function acquireFolderLock(dataDir: string): () => void {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const lockPath = path.join(dataDir, 'postroom.lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = fs.openSync(lockPath, 'wx');
+      fs.writeSync(fd, String(process.pid));
+      fs.closeSync(fd);
+      return () => {
+        try {
+          if (fs.readFileSync(lockPath, 'utf8') === String(process.pid)) fs.unlinkSync(lockPath);
+        } catch {
+          // already gone
+        }
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const owner = Number(fs.readFileSync(lockPath, 'utf8').trim());
+      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && processAlive(owner)) {
+        throw new PostroomError(
+          'embedded_store_locked',
+          `The embedded database in ${dataDir} is in use by process ${owner}. The embedded store serves one process only: ` +
+            'stop that process, point POSTROOM_DATA_DIR at another folder, or set DATABASE_URL to use Postgres (required for several processes).',
+          { details: { dataDir, pid: owner } },
+        );
+      }
+      fs.rmSync(lockPath, { force: true });
+    }
+  }
+  throw new PostroomError('embedded_store_locked', `Could not lock ${lockPath}; remove it if no postroom process is running.`);
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
+  const release = options.dataDir ? acquireFolderLock(options.dataDir) : () => undefined;
+  let pglite: PGlite;
+  try {
+    pglite = options.dataDir ? await PGlite.create(path.join(options.dataDir, 'pgdata')) : await PGlite.create();
+  } catch (err) {
+    release();
+    throw new PostroomError('embedded_store_failed', `Could not open the embedded database${options.dataDir ? ` in ${options.dataDir}` : ''}: ${(err as Error).message}`, { cause: err });
+  }
+  const base = wrap(pglite);
+  // One connection for the whole process: advisory locks become an in-process mutex.
+  const heldLocks = new Map<string, Promise<void>>();
+  let closed = false;
+
+  return {
+    kind: 'pglite',
+    query: base.query,
+    exec: base.exec,
+    transaction: (fn) => pglite.transaction((tx) => fn(wrap(tx))),
+    async listen(channel, onPayload) {
+      const unsubscribe = await pglite.listen(channel, onPayload);
+      return async () => {
+        if (!closed) await unsubscribe();
+      };
+    },
+    async notify(channel, payload = '') {
+      await pglite.query('SELECT pg_notify($1, $2)', [channel, payload]);
+    },
+    async withAdvisoryLock(name, fn, opts = {}) {
+      while (heldLocks.has(name)) {
+        if (opts.wait === false) return { acquired: false };
+        await heldLocks.get(name);
+      }
+      let done!: () => void;
+      heldLocks.set(name, new Promise<void>((r) => (done = r)));
+      try {
+        return { acquired: true, value: await fn() };
+      } finally {
+        heldLocks.delete(name);
+        done();
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      try {
+        await pglite.close();
+      } finally {
+        release();
+      }
+    },
+  };
+}

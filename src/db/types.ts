@@ -1,0 +1,32 @@
+export interface QueryResult<R> {
+  rows: R[];
+  rowCount: number;
+}
+
+/** What a query needs: a pool, a transaction or a single connection all look the same. */
+export interface Queryable {
+  query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+  /** Several statements without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+export type DbKind = 'postgres' | 'pglite';
+
+/**
+ * The whole storage surface postroom uses. Two implementations: Postgres through
+ * pg.Pool (production) and embedded PGlite (zero-set-up development default).
+ */
+export interface Db extends Queryable {
+  readonly kind: DbKind;
+  /** BEGIN … COMMIT around fn; ROLLBACK when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Notifications are hints: a listener may miss some (reconnects), so callers also poll. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  notify(channel: string, payload?: string): Promise<void>;
+  /**
+   * Runs fn while holding a session-level advisory lock on a dedicated connection.
+   * With `wait: false`, returns `{ acquired: false }` at once when another holder has it.
+   */
+  withAdvisoryLock<T>(key: string, fn: () => Promise<T>, options?: { wait?: boolean }): Promise<{ acquired: true; value: T } | { acquired: false }>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,42 @@
+/**
+ * Parser for `X-Service-Signature: t=<unix>,v1=<hex>[,v1=<hex>…]`.
+ * Strict where ambiguity could be abused (one `t`, integer seconds), lenient where
+ * the sender may evolve (unknown schemes are ignored, spaces around items allowed).
+ */
+export type ParsedSignatureHeader =
+  | { ok: true; timestamp: number; v1: string[] }
+  | { ok: false; reason: 'missing_header' | 'malformed_header' };
+
+const MAX_HEADER_LENGTH = 8192;
+const MAX_ITEMS = 32;
+
+export function parseSignatureHeader(header: string | string[] | undefined | null): ParsedSignatureHeader {
+  if (header === undefined || header === null) return { ok: false, reason: 'missing_header' };
+  // Several header lines would be joined differently by different proxies: refuse rather than guess.
+  if (Array.isArray(header)) return header.length === 0 ? { ok: false, reason: 'missing_header' } : { ok: false, reason: 'malformed_header' };
+  const trimmed = header.trim();
+  if (trimmed === '') return { ok: false, reason: 'missing_header' };
+  if (trimmed.length > MAX_HEADER_LENGTH) return { ok: false, reason: 'malformed_header' };
+
+  const items = trimmed.split(',');
+  if (items.length > MAX_ITEMS) return { ok: false, reason: 'malformed_header' };
+  let timestamp: number | undefined;
+  const v1: string[] = [];
+  for (const raw of items) {
+    const item = raw.trim();
+    const eq = item.indexOf('=');
+    if (eq <= 0) return { ok: false, reason: 'malformed_header' };
+    const key = item.slice(0, eq);
+    const value = item.slice(eq + 1);
+    if (key === 't') {
+      if (timestamp !== undefined) return { ok: false, reason: 'malformed_header' };
+      if (!/^\d{1,12}$/.test(value)) return { ok: false, reason: 'malformed_header' };
+      timestamp = Number(value);
+    } else if (key === 'v1') {
+      v1.push(value);
+    }
+    // Any other scheme (v0, v2…) is ignored so the sender can add schemes without breaking us.
+  }
+  if (timestamp === undefined || v1.length === 0) return { ok: false, reason: 'malformed_header' };
+  return { ok: true, timestamp, v1 };
+}

@@ -1,0 +1,110 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { createPgDb } from '../../src/db/pg.js';
+import { createPgliteDb } from '../../src/db/pglite.js';
+import { migrate } from '../../src/db/migrate.js';
+import type { Db } from '../../src/db/types.js';
+import { silentLogger } from '../../src/logging/logger.js';
+
+/**
+ * Tests use DATABASE_URL when set, else Postgres on 127.0.0.1:5432 when it answers,
+ * else embedded PGlite. Each test database is created fresh and dropped after.
+ */
+export const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+let detected: Promise<string | undefined> | undefined;
+
+export function adminUrl(): Promise<string | undefined> {
+  detected ??= (async () => {
+    const candidate = process.env.DATABASE_URL || DEFAULT_ADMIN_URL;
+    const client = new pg.Client({ connectionString: candidate, connectionTimeoutMillis: 2000 });
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+      return candidate;
+    } catch (err) {
+      if (process.env.DATABASE_URL) throw new Error(`DATABASE_URL is set but does not answer: ${(err as Error).message}`);
+      return undefined;
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  })();
+  return detected;
+}
+
+export interface TestDatabase {
+  url: string;
+  name: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh, empty Postgres database on the test server. */
+export async function createPostgresDatabase(prefix = 'postroom_t'): Promise<TestDatabase> {
+  const admin = await adminUrl();
+  if (!admin) throw new Error('no Postgres available');
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const u = new URL(admin);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    name,
+    async drop() {
+      const c = new pg.Client({ connectionString: admin });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+export type StoreKind = 'postgres' | 'pglite';
+
+export interface TestStore {
+  kind: StoreKind;
+  db: Db;
+  /** Set for Postgres; child processes and proxies connect here. */
+  url: string | undefined;
+  cleanup(): Promise<void>;
+}
+
+/** Kinds to run store-parametrised suites against: PGlite always, Postgres when one answers. */
+export async function availableStoreKinds(): Promise<StoreKind[]> {
+  return (await adminUrl()) ? ['postgres', 'pglite'] : ['pglite'];
+}
+
+export async function openTestStore(kind: StoreKind, options: { poolSize?: number; migrate?: boolean } = {}): Promise<TestStore> {
+  let store: TestStore;
+  if (kind === 'postgres') {
+    const database = await createPostgresDatabase();
+    const db = createPgDb({ url: database.url, poolSize: options.poolSize ?? 4, logger: silentLogger(), connectTimeoutMs: 2000 });
+    store = {
+      kind,
+      db,
+      url: database.url,
+      async cleanup() {
+        await db.close().catch(() => undefined);
+        await database.drop();
+      },
+    };
+  } else {
+    const db = await createPgliteDb({ dataDir: undefined });
+    store = { kind, db, url: undefined, cleanup: () => db.close() };
+  }
+  if (options.migrate !== false) await migrate(store.db);
+  return store;
+}
+
+/** The default store for suites that are not parametrised: Postgres when it answers, else PGlite. */
+export async function openDefaultTestStore(options: { poolSize?: number; migrate?: boolean } = {}): Promise<TestStore> {
+  return openTestStore((await adminUrl()) ? 'postgres' : 'pglite', options);
+}
