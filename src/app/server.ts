@@ -1,0 +1,213 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type express from 'express';
+import { systemClock, type Clock } from '../clock.js';
+import type { Config, Role } from '../config/config.js';
+import { migrate } from '../db/migrate.js';
+import { openDb } from '../db/open.js';
+import type { Db } from '../db/types.js';
+import { ConfigError, describeError } from '../errors.js';
+import { createInboxWriter, type InboxWriter } from '../inbox/group-commit.js';
+import { createIngressCore } from '../ingress/accept.js';
+import { createIngressRouter } from '../ingress/router.js';
+import { staticSecrets, type SecretProvider } from '../ingress/secrets.js';
+import type { Logger } from '../logging/logger.js';
+import { refreshInboxGauges } from '../metrics/inbox-gauges.js';
+import { createMetrics, type Metrics } from '../metrics/metrics.js';
+import { VERSION } from '../version.js';
+import { loadOrCreateDevSecret } from './dev-secret.js';
+import { createHttpApp, metricsText } from './http-app.js';
+import { createReadiness } from './readiness.js';
+
+/** A long-running part of a role (worker loop, reconciler schedule). */
+export interface Component {
+  name: string;
+  start(): Promise<void>;
+  /** Finish in-flight work within the deadline, release the rest. */
+  stop(deadlineMs: number): Promise<void>;
+}
+
+export interface ComponentDeps {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  metrics: Metrics;
+  clock: Clock;
+}
+
+export interface ServeOptions {
+  config: Config;
+  logger: Logger;
+  role?: Role;
+  /** Apply pending migrations before serving (default true). */
+  migrate?: boolean;
+  clock?: Clock;
+  /** Use this store instead of opening one from config (tests, embedding). */
+  db?: Db;
+  /** Secrets provider; defaults to the configured list (or the development secret). */
+  secrets?: SecretProvider;
+  /** Extra components for the worker and reconciler roles, built once the store is open. */
+  components?: Array<(deps: ComponentDeps) => Component | undefined>;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  db: Db;
+  metrics: Metrics;
+  devSecret: { secret: string; file: string; created: boolean } | undefined;
+  /** Graceful: stop taking requests, finish in-flight ones, stop components, close the store. */
+  close(): Promise<void>;
+}
+
+const runsIngress = (role: Role): boolean => role === 'all' || role === 'ingress';
+
+export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  const { config, logger } = options;
+  const role = options.role ?? 'all';
+  const clock = options.clock ?? systemClock;
+
+  let devSecret: RunningServer['devSecret'];
+  let secrets = options.secrets;
+  if (!secrets && runsIngress(role)) {
+    if (config.ingress.secrets.length > 0) {
+      secrets = staticSecrets(config.ingress.secrets);
+    } else if (config.production) {
+      throw new ConfigError('POSTROOM_WEBHOOK_SECRETS', 'no webhook signing secret configured; set it to the secret the service returned when the endpoint was created (comma-separate several during rotation)');
+    } else {
+      devSecret = loadOrCreateDevSecret(config.database.dataDir);
+      secrets = staticSecrets([devSecret.secret]);
+    }
+  }
+
+  const ownsDb = options.db === undefined;
+  const db = options.db ?? (await openDb(config, logger));
+  const metrics = createMetrics({ version: VERSION });
+  let writer: InboxWriter | undefined;
+  const components: Component[] = [];
+  let server: http.Server | undefined;
+  let metricsServer: http.Server | undefined;
+
+  try {
+    if (options.migrate !== false) await migrate(db, { logger });
+
+    const readiness = createReadiness(db);
+    let webhookRouter: express.Router | undefined;
+    if (runsIngress(role) && secrets) {
+      writer = createInboxWriter({
+        db,
+        logger,
+        maxBatch: config.ingress.maxBatch,
+        onFlush: (s) => {
+          metrics.ingestBatchSize.observe(s.rows);
+          metrics.ingestFlushDuration.observe({ ok: String(s.ok) }, s.durationMs / 1000);
+        },
+      });
+      const core = createIngressCore({
+        writer,
+        secrets,
+        clock,
+        logger,
+        toleranceSeconds: config.ingress.toleranceSeconds,
+        scheme: config.ingress.signedPayload,
+        ackTimeoutMs: config.ingress.ackTimeoutMs,
+      });
+      webhookRouter = createIngressRouter({ core, logger, maxBodyBytes: config.ingress.maxBodyBytes, metrics });
+    }
+    const scrape = { metrics, beforeScrape: () => refreshInboxGauges(metrics, db) };
+    const app = createHttpApp({
+      logger,
+      readiness,
+      ...(webhookRouter ? { webhookRouter } : {}),
+      ...(config.metricsPort === undefined ? { metrics: scrape } : {}),
+    });
+
+    server = http.createServer({ requestTimeout: config.ingress.requestTimeoutMs, headersTimeout: Math.min(config.ingress.requestTimeoutMs, 10_000) }, app);
+    server.keepAliveTimeout = 5000;
+    server.maxHeadersCount = 200;
+    await listen(server, config.ingress.port, config.ingress.host);
+    if (config.metricsPort !== undefined) {
+      metricsServer = http.createServer((req, res) => {
+        if (req.url !== '/metrics') {
+          res.writeHead(404).end();
+          return;
+        }
+        metricsText(scrape).then(
+          (text) => res.writeHead(200, { 'Content-Type': metrics.registry.contentType }).end(text),
+          (err) => res.writeHead(500).end(describeError(err)),
+        );
+      });
+      await listen(metricsServer, config.metricsPort, config.ingress.host);
+    }
+
+    const deps: ComponentDeps = { config, db, logger, metrics, clock };
+    for (const make of options.components ?? []) {
+      const c = make(deps);
+      if (c) {
+        await c.start();
+        components.push(c);
+      }
+    }
+
+    const port = (server.address() as AddressInfo).port;
+    const host = config.ingress.host.includes(':') ? `[${config.ingress.host}]` : config.ingress.host;
+    let closing: Promise<void> | undefined;
+    const srv = server;
+    return {
+      url: `http://${host}:${port}`,
+      port,
+      db,
+      metrics,
+      devSecret,
+      close() {
+        closing ??= (async () => {
+          const deadline = Date.now() + config.shutdownTimeoutMs;
+          readiness.setDraining();
+          await closeServer(srv, Math.max(100, deadline - Date.now() - 1000));
+          if (metricsServer) await closeServer(metricsServer, 500);
+          await writer?.close();
+          for (const c of components.reverse()) {
+            await c.stop(Math.max(100, deadline - Date.now() - 500)).catch((err) => logger.error({ err: describeError(err), component: c.name }, 'component did not stop cleanly'));
+          }
+          if (ownsDb) await db.close();
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    for (const c of components) await c.stop(1000).catch(() => undefined);
+    if (server?.listening) server.close();
+    if (metricsServer?.listening) metricsServer.close();
+    if (ownsDb) await db.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+function listen(server: http.Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new ConfigError('PORT', `port ${port} on ${host} is already in use; stop the other process or set PORT to a free port`, { cause: err })
+          : err,
+      );
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+/** Stops accepting, lets in-flight requests finish, then cuts what is left at the deadline. */
+function closeServer(server: http.Server, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

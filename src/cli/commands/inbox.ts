@@ -1,0 +1,61 @@
+import type { Command } from 'commander';
+import { PostroomError } from '../../errors.js';
+import { getInboxEvent, listInbox } from '../../inbox/read-queries.js';
+import { INBOX_STATUSES } from '../../inbox/types.js';
+import type { CliContext } from '../context.js';
+import { parseChoice, parseCount, parseDuration } from '../duration.js';
+import { printJson, printTable } from '../output.js';
+
+/** The `inbox` command group; the worker adds stats, replay and prune to it. */
+export function registerInboxCommands(program: Command, ctx: CliContext): Command {
+  const inbox = program
+    .command('inbox')
+    .description('Look into the inbox: every event postroom accepted, and what became of it.')
+    .addHelpText('after', `\nExamples:\n  $ postroom inbox list --status dead\n  $ postroom inbox show evt_01HZX3K9Q7 --json`);
+
+  inbox
+    .command('list')
+    .description('List inbox events, newest first.')
+    .option('--status <status>', `only this status: ${INBOX_STATUSES.join(' | ')}`)
+    .option('--type <type>', 'only this event type, e.g. participant.acted')
+    .option('--since <duration>', 'only events received within this window, e.g. 24h')
+    .option('--limit <n>', 'at most this many (1-10000)', '50')
+    .option('--json', 'print a JSON array of records')
+    .addHelpText('after', `\nExamples:\n  $ postroom inbox list --status quarantined\n  $ postroom inbox list --type participant.acted --since 1h --json | jq length`)
+    .action(async (opts: { status?: string; type?: string; since?: string; limit: string; json?: boolean }) => {
+      const filter = {
+        status: opts.status === undefined ? undefined : parseChoice('--status', opts.status, INBOX_STATUSES),
+        type: opts.type,
+        since: opts.since === undefined ? undefined : new Date(Date.now() - parseDuration('--since', opts.since)),
+        limit: parseCount('--limit', opts.limit, { min: 1, max: 10_000 }),
+      };
+      const rows = await listInbox(await ctx.db(), filter);
+      if (opts.json) {
+        printJson(ctx.io, rows);
+        return;
+      }
+      printTable(
+        ctx.io,
+        rows.map((r) => ({ ...r, last_error: r.last_error?.replace(/\s+/g, ' ') })),
+        ['event_id', 'type', 'status', 'source', 'attempts', 'received_at', 'last_error'],
+      );
+    });
+
+  inbox
+    .command('show <event_id>')
+    .description('Show one event: payload, delivery headers, attempts and errors.')
+    .option('--json', 'print the record as JSON')
+    .addHelpText('after', `\nExample:\n  $ postroom inbox show evt_01HZX3K9Q7`)
+    .action(async (eventId: string, opts: { json?: boolean }) => {
+      const row = await getInboxEvent(await ctx.db(), eventId);
+      if (!row) throw new PostroomError('not_found', `No event ${eventId} in the inbox. List recent ones with \`postroom inbox list\`.`);
+      if (opts.json) {
+        printJson(ctx.io, row);
+        return;
+      }
+      const { payload, headers, ...rest } = row;
+      for (const [k, v] of Object.entries(rest)) ctx.io.stdout.write(`${k.padEnd(18)} ${v instanceof Date ? v.toISOString() : (v ?? '')}\n`);
+      ctx.io.stdout.write(`headers            ${JSON.stringify(headers)}\npayload\n${JSON.stringify(payload, null, 2)}\n`);
+    });
+  return inbox;
+}

@@ -1,0 +1,71 @@
+import type { Command } from 'commander';
+import { ROLES, type Role } from '../../config/config.js';
+import { startServer, type ComponentDeps, type Component } from '../../app/server.js';
+import { createLogger } from '../../logging/logger.js';
+import type { CliContext } from '../context.js';
+import { parseChoice, parseCount } from '../duration.js';
+
+/** Components that roles contribute (worker, reconciler); filled in by those domains. */
+export type ComponentFactory = (deps: ComponentDeps, ctx: { role: Role; options: Record<string, unknown> }) => Component | undefined | Promise<Component | undefined>;
+export const SERVE_COMPONENTS: ComponentFactory[] = [];
+
+export function registerServeCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('serve')
+    .description('Run the receiver (and, by role, the worker and reconciler) until SIGTERM.')
+    .option('--role <role>', `what this process does: ${ROLES.join(' | ')}`, 'all')
+    .option('--no-migrate', 'do not apply pending migrations at start (run `postroom migrate` as a separate step)')
+    .option('--port <n>', 'listen port (overrides PORT; default 8080)')
+    .option('--host <addr>', 'listen address (overrides HOST; default 127.0.0.1)')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ postroom serve                                  everything in one process, embedded store in ./.postroom
+  $ DATABASE_URL=postgres://… POSTROOM_WEBHOOK_SECRETS=whsec_… postroom serve --role ingress --no-migrate
+  $ postroom serve --role worker                    scale processing apart from ingress
+
+Without DATABASE_URL the embedded development store is used (single process, not crash-durable).
+Without POSTROOM_WEBHOOK_SECRETS (outside production) a development secret is generated and kept in the data folder.`,
+    )
+    .action(async (opts: { role: string; migrate: boolean; port?: string; host?: string }) => {
+      const role = parseChoice('--role', opts.role, ROLES);
+      const config = ctx.config();
+      if (opts.port !== undefined) config.ingress.port = parseCount('--port', opts.port, { min: 0, max: 65535 });
+      if (opts.host !== undefined) config.ingress.host = opts.host;
+      const pretty = !config.production && Boolean(process.stdout.isTTY);
+      const logger = createLogger({ level: config.logLevel, pretty });
+      const server = await startServer({
+        config,
+        logger,
+        role,
+        migrate: opts.migrate,
+        components: SERVE_COMPONENTS.map((make) => (deps: ComponentDeps) => make(deps, { role, options: opts }) as Component | undefined),
+      });
+      logger.info({ url: server.url, role, store: server.db.kind }, 'postroom is serving');
+      if (server.devSecret) {
+        const io = ctx.io;
+        io.stdout.write(
+          `\npostroom is receiving webhooks at ${server.url}/webhooks (embedded store in ${config.database.dataDir}).\n` +
+            `A development signing secret ${server.devSecret.created ? 'was generated' : 'is kept'} in ${server.devSecret.file}.\n` +
+            `Send a signed sample event:\n\n    npx postroom send-sample --url ${server.url}/webhooks\n\n`,
+        );
+      }
+      await waitForSignal();
+      logger.info('shutting down');
+      await server.close();
+      logger.info('stopped');
+    });
+}
+
+function waitForSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      process.off('SIGTERM', done);
+      process.off('SIGINT', done);
+      resolve();
+    };
+    process.once('SIGTERM', done);
+    process.once('SIGINT', done);
+  });
+}

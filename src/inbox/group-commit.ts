@@ -1,0 +1,151 @@
+import type { Db } from '../db/types.js';
+import { describeError, PostroomError, StoreUnavailableError } from '../errors.js';
+import type { Logger } from '../logging/logger.js';
+import { insertInboxBatch } from './insert-queries.js';
+import type { InsertOutcome, NewInboxEvent } from './types.js';
+
+export interface InboxWriter {
+  /** Resolves only after the commit that holds the row (or proves it already existed). */
+  submit(event: NewInboxEvent): Promise<InsertOutcome>;
+  /** Stops taking work and waits for queued rows to be flushed. */
+  close(): Promise<void>;
+  readonly pending: number;
+}
+
+export interface FlushStats {
+  rows: number;
+  inserted: number;
+  durationMs: number;
+  ok: boolean;
+}
+
+export interface InboxWriterOptions {
+  db: Db;
+  logger: Logger;
+  maxBatch: number;
+  onFlush?: (stats: FlushStats) => void;
+}
+
+interface Waiter {
+  event: NewInboxEvent;
+  resolve: (outcome: InsertOutcome) => void;
+  reject: (err: unknown) => void;
+}
+
+type Outcome = InsertOutcome | Error;
+
+/** SQLSTATE classes caused by one row's data rather than the store being down. */
+function isDataError(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && /^(22|23|54)/.test(code);
+}
+
+/**
+ * Group commit: concurrent requests share one multi-row INSERT and one commit.
+ * One flush runs at a time; while it runs, new rows queue and go in the next
+ * flush, so batches grow with load and a lone request is written at once (no timer).
+ */
+export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
+  const queue: Waiter[] = [];
+  let flushing: Promise<void> | undefined;
+  let closed = false;
+
+  /**
+   * Writes events with distinct ids. A row the store refuses (a value Postgres
+   * cannot hold) must not take its batch down: bisect until it is alone, then keep
+   * its bytes as a quarantined row so nothing signed is lost.
+   */
+  async function write(events: NewInboxEvent[]): Promise<Map<string, Outcome>> {
+    const out = new Map<string, Outcome>();
+    try {
+      const inserted = await insertInboxBatch(options.db, events);
+      for (const e of events) out.set(e.eventId, inserted.has(e.eventId) ? 'accepted' : 'duplicate');
+      return out;
+    } catch (err) {
+      if (!isDataError(err)) {
+        const unavailable = new StoreUnavailableError(`inbox write failed: ${describeError(err)}`, { cause: err });
+        for (const e of events) out.set(e.eventId, unavailable);
+        return out;
+      }
+      if (events.length > 1) {
+        const mid = Math.ceil(events.length / 2);
+        for (const half of [events.slice(0, mid), events.slice(mid)]) {
+          for (const [id, o] of await write(half)) out.set(id, o);
+        }
+        return out;
+      }
+      const e = events[0]!;
+      options.logger.warn({ event_id: e.eventId, err: describeError(err) }, 'event refused by the store; keeping it as quarantined');
+      const quarantined: NewInboxEvent = {
+        ...e,
+        status: 'quarantined',
+        payloadJson: null,
+        occurredAt: null,
+        correspondenceId: null,
+        lastError: `store refused the event: ${describeError(err)}`.slice(0, 1000),
+      };
+      try {
+        const inserted = await insertInboxBatch(options.db, [quarantined]);
+        out.set(e.eventId, inserted.has(e.eventId) ? 'accepted' : 'duplicate');
+      } catch (again) {
+        out.set(
+          e.eventId,
+          isDataError(again)
+            ? new PostroomError('store_refused_event', `the store refused the event: ${describeError(again)}`, { cause: again })
+            : new StoreUnavailableError(`inbox write failed: ${describeError(again)}`, { cause: again }),
+        );
+      }
+      return out;
+    }
+  }
+
+  async function writeBatch(batch: Waiter[]): Promise<void> {
+    // The same event_id twice in one batch: the first is written, the others are its duplicates.
+    const byId = new Map<string, Waiter[]>();
+    for (const w of batch) {
+      const group = byId.get(w.event.eventId);
+      if (group) group.push(w);
+      else byId.set(w.event.eventId, [w]);
+    }
+    const started = performance.now();
+    const outcomes = await write([...byId.values()].map((g) => g[0]!.event));
+    let inserted = 0;
+    let ok = true;
+    for (const [id, waiters] of byId) {
+      const o = outcomes.get(id)!;
+      if (o instanceof Error) {
+        ok = false;
+        for (const w of waiters) w.reject(o);
+      } else {
+        if (o === 'accepted') inserted++;
+        waiters.forEach((w, i) => w.resolve(i === 0 ? o : 'duplicate'));
+      }
+    }
+    options.onFlush?.({ rows: batch.length, inserted, durationMs: performance.now() - started, ok });
+  }
+
+  async function drain(): Promise<void> {
+    try {
+      while (queue.length > 0) await writeBatch(queue.splice(0, options.maxBatch));
+    } finally {
+      flushing = undefined;
+    }
+  }
+
+  return {
+    submit(event) {
+      if (closed) return Promise.reject(new StoreUnavailableError('inbox writer is closed (shutting down)'));
+      return new Promise<InsertOutcome>((resolve, reject) => {
+        queue.push({ event, resolve, reject });
+        flushing ??= drain();
+      });
+    },
+    async close() {
+      closed = true;
+      await flushing;
+    },
+    get pending() {
+      return queue.length;
+    },
+  };
+}

@@ -1,0 +1,56 @@
+export const INBOX_STATUSES = ['received', 'processing', 'processed', 'failed', 'dead', 'skipped', 'quarantined'] as const;
+export type InboxStatus = (typeof INBOX_STATUSES)[number];
+
+export const INBOX_SOURCES = ['webhook', 'reconciler', 'replay'] as const;
+export type InboxSource = (typeof INBOX_SOURCES)[number];
+
+/** Statuses the worker still has to finish. */
+export const UNFINISHED_STATUSES: readonly InboxStatus[] = ['received', 'processing', 'failed'];
+
+/** Channel the ingress notifies after a commit that inserted rows; workers LISTEN on it. */
+export const INBOX_CHANNEL = 'postroom_inbox';
+
+/** A row about to be written. `payloadJson` is the verified body text, stored as jsonb without re-serialising. */
+export interface NewInboxEvent {
+  eventId: string;
+  type: string;
+  occurredAt: string | null;
+  payloadJson: string | null;
+  rawBody: Buffer | null;
+  signatureHeader: string | null;
+  headers: Record<string, string> | null;
+  endpointId: string | null;
+  source: InboxSource;
+  correspondenceId: string | null;
+  secretIndex: number | null;
+  status: 'received' | 'quarantined';
+  lastError: string | null;
+}
+
+export type InsertOutcome = 'accepted' | 'duplicate';
+
+/** A stored row as listings show it. */
+export interface InboxRecord {
+  event_id: string;
+  type: string;
+  status: InboxStatus;
+  source: InboxSource;
+  occurred_at: Date | null;
+  received_at: Date;
+  correspondence_id: string | null;
+  endpoint_id: string | null;
+  attempts: number;
+  next_attempt_at: Date;
+  last_error: string | null;
+  processed_at: Date | null;
+}
+
+export interface InboxDetail extends InboxRecord {
+  payload: unknown;
+  headers: Record<string, string> | null;
+  secret_index: number | null;
+  locked_by: string | null;
+  locked_until: Date | null;
+  pruned_at: Date | null;
+  raw_body_bytes: number | null;
+}

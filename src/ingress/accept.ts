@@ -1,0 +1,132 @@
+import type { Clock } from '../clock.js';
+import { describeError } from '../errors.js';
+import type { InboxWriter } from '../inbox/group-commit.js';
+import type { Logger } from '../logging/logger.js';
+import { verifySignature, type SignatureFailureReason, type SignedPayloadScheme } from '../signature/index.js';
+import { parseEnvelope } from './envelope.js';
+import type { SecretProvider } from './secrets.js';
+
+export type Headers = Readonly<Record<string, string | string[] | undefined>>;
+
+export interface IncomingEvent {
+  rawBody: Buffer;
+  /** Lower-case header names, as Node gives them. */
+  headers: Headers;
+  endpointId?: string | undefined;
+}
+
+export type AcceptOutcome =
+  | { kind: 'accepted' | 'duplicate'; eventId: string; secretLabel: string; skewSeconds: number }
+  | { kind: 'quarantined'; eventId: string; reason: string; secretLabel: string; skewSeconds: number; duplicate: boolean }
+  | { kind: 'invalid_signature'; reason: SignatureFailureReason; skewSeconds?: number }
+  | { kind: 'mismatched'; field: 'event_id' | 'type' }
+  | { kind: 'unavailable'; retryAfterSeconds: number; reason: 'store_error' | 'ack_timeout' };
+
+export interface IngressCoreOptions {
+  writer: InboxWriter;
+  secrets: SecretProvider;
+  clock: Clock;
+  logger: Logger;
+  toleranceSeconds: number;
+  scheme: SignedPayloadScheme;
+  ackTimeoutMs: number;
+}
+
+export interface IngressCore {
+  accept(event: IncomingEvent): Promise<AcceptOutcome>;
+}
+
+/** Delivery headers kept with a row for on-call; the signature header is stored in its own column. */
+const KEPT_HEADERS = ['content-type', 'user-agent', 'x-service-event-id', 'x-service-event-type'];
+
+function single(h: string | string[] | undefined): string | undefined {
+  return Array.isArray(h) ? h[0] : h;
+}
+
+/**
+ * The framework-free path from bytes to a durable row: verify before parsing,
+ * check the delivery headers against the signed body, write through group
+ * commit, and report an outcome only once it is true.
+ */
+export function createIngressCore(options: IngressCoreOptions): IngressCore {
+  const { writer, logger } = options;
+
+  return {
+    async accept({ rawBody, headers, endpointId }) {
+      const secretSet = await options.secrets.secretsFor(endpointId);
+      const signatureHeader = headers['x-service-signature'];
+      const verified = verifySignature({
+        header: signatureHeader,
+        body: rawBody,
+        secrets: secretSet.secrets,
+        now: Math.floor(options.clock.now() / 1000),
+        toleranceSeconds: options.toleranceSeconds,
+        scheme: options.scheme,
+      });
+      if (!verified.ok) {
+        return verified.skewSeconds === undefined
+          ? { kind: 'invalid_signature', reason: verified.reason }
+          : { kind: 'invalid_signature', reason: verified.reason, skewSeconds: verified.skewSeconds };
+      }
+      const secretLabel = secretSet.labels[verified.secretIndex] ?? `index:${verified.secretIndex}`;
+
+      const envelope = parseEnvelope(rawBody);
+      const headerId = single(headers['x-service-event-id']);
+      const headerType = single(headers['x-service-event-type']);
+      const bodyHasId = envelope.ok || !envelope.eventId.startsWith('quarantine:');
+      if (headerId !== undefined && bodyHasId && headerId !== envelope.eventId) {
+        logger.warn({ header_event_id: headerId.slice(0, 300), event_id: envelope.eventId, endpoint_id: endpointId }, 'suspicious delivery: X-Service-Event-Id differs from the signed body; refused');
+        return { kind: 'mismatched', field: 'event_id' };
+      }
+      if (headerType !== undefined && (envelope.ok || envelope.type !== 'unknown') && headerType !== envelope.type) {
+        logger.warn({ header_type: headerType.slice(0, 300), type: envelope.type, event_id: envelope.eventId, endpoint_id: endpointId }, 'suspicious delivery: X-Service-Event-Type differs from the signed body; refused');
+        return { kind: 'mismatched', field: 'type' };
+      }
+
+      const kept: Record<string, string> = {};
+      for (const name of KEPT_HEADERS) {
+        const v = single(headers[name]);
+        if (v !== undefined) kept[name] = v.slice(0, 1000);
+      }
+      const write = writer.submit({
+        eventId: envelope.eventId,
+        type: envelope.type,
+        occurredAt: envelope.ok ? envelope.at : null,
+        payloadJson: envelope.ok ? envelope.json : null,
+        rawBody,
+        signatureHeader: single(signatureHeader) ?? null,
+        headers: kept,
+        endpointId: endpointId ?? null,
+        source: 'webhook',
+        correspondenceId: envelope.ok ? envelope.correspondenceId : null,
+        secretIndex: verified.secretIndex,
+        status: envelope.ok ? 'received' : 'quarantined',
+        lastError: envelope.ok ? null : envelope.reason,
+      });
+
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), options.ackTimeoutMs);
+      });
+      try {
+        const result = await Promise.race([write, timeout]);
+        if (result === 'timeout') {
+          // The write may still commit; the sender's retry will then be a duplicate. Never 2xx before the commit.
+          write.catch(() => undefined);
+          logger.warn({ event_id: envelope.eventId, ack_timeout_ms: options.ackTimeoutMs }, 'store slower than the ack budget; answering 503');
+          return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'ack_timeout' };
+        }
+        if (!envelope.ok) {
+          if (result === 'accepted') logger.warn({ event_id: envelope.eventId, reason: envelope.reason, endpoint_id: endpointId }, 'signed body is not a valid envelope; quarantined');
+          return { kind: 'quarantined', eventId: envelope.eventId, reason: envelope.reason, secretLabel, skewSeconds: verified.skewSeconds, duplicate: result === 'duplicate' };
+        }
+        return { kind: result, eventId: envelope.eventId, secretLabel, skewSeconds: verified.skewSeconds };
+      } catch (err) {
+        logger.error({ event_id: envelope.eventId, err: describeError(err) }, 'inbox write failed; answering 503 so the sender retries');
+        return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'store_error' };
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}

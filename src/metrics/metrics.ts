@@ -1,0 +1,76 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { EVENT_TYPE_LABELS } from './labels.js';
+
+export { EVENT_TYPE_LABELS };
+
+/** Latency buckets for acknowledgements: webhook senders time out in seconds, we aim for milliseconds. */
+const ACK_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+const WORK_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30];
+
+/**
+ * Every metric postroom exports, on a registry owned by one app instance (so
+ * tests and embedders can run several side by side). Names carry the
+ * `postroom_` prefix and base units; labels are low-cardinality by construction.
+ */
+export function createMetrics(options: { version?: string; defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'postroom_' });
+  const r = [registry];
+
+  const m = {
+    registry,
+    buildInfo: new Gauge({ name: 'postroom_build_info', help: 'Build information; always 1.', labelNames: ['version', 'node_version'], registers: r }),
+
+    ingressRequests: new Counter({
+      name: 'postroom_ingress_requests_total',
+      help: 'Webhook requests by outcome (accepted, duplicate, invalid_signature, mismatched, quarantined, too_large, unavailable, bad_request) and reason.',
+      labelNames: ['outcome', 'reason'],
+      registers: r,
+    }),
+    ackDuration: new Histogram({
+      name: 'postroom_ingress_ack_duration_seconds',
+      help: 'Time from the request arriving to the response being sent, by outcome.',
+      labelNames: ['outcome'],
+      buckets: ACK_BUCKETS,
+      registers: r,
+    }),
+    secretMatches: new Counter({
+      name: 'postroom_ingress_secret_matches_total',
+      help: 'Verified requests by which secret matched (a label, never the value); shows when an old secret stops being used.',
+      labelNames: ['secret'],
+      registers: r,
+    }),
+    clockSkew: new Gauge({ name: 'postroom_ingress_clock_skew_seconds', help: 'Last observed skew: our clock minus the signature timestamp.', registers: r }),
+    clockSkewAbs: new Histogram({
+      name: 'postroom_ingress_clock_skew_abs_seconds',
+      help: 'Absolute clock skew between the sender and this replica.',
+      buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+      registers: r,
+    }),
+    ingestBatchSize: new Histogram({ name: 'postroom_ingest_batch_rows', help: 'Rows per group-commit flush.', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], registers: r }),
+    ingestFlushDuration: new Histogram({ name: 'postroom_ingest_flush_duration_seconds', help: 'Duration of one group-commit flush (insert and commit).', labelNames: ['ok'], buckets: ACK_BUCKETS, registers: r }),
+
+    inboxEvents: new Gauge({ name: 'postroom_inbox_events', help: 'Inbox events by status (from the database, at scrape time).', labelNames: ['status'], registers: r }),
+    inboxOldestUnfinishedAge: new Gauge({
+      name: 'postroom_inbox_oldest_unprocessed_age_seconds',
+      help: 'Age of the oldest event not yet processed (received, processing or failed); 0 when none.',
+      registers: r,
+    }),
+    handlerDuration: new Histogram({ name: 'postroom_handler_duration_seconds', help: 'Handler run time by event type.', labelNames: ['event_type'], buckets: WORK_BUCKETS, registers: r }),
+    handlerFailures: new Counter({ name: 'postroom_handler_failures_total', help: 'Handler attempts that threw, by event type.', labelNames: ['event_type'], registers: r }),
+    eventsProcessed: new Counter({ name: 'postroom_events_processed_total', help: 'Events finished by the worker, by event type and final status.', labelNames: ['event_type', 'status'], registers: r }),
+    eventsDead: new Counter({ name: 'postroom_events_dead_total', help: 'Events that exhausted their attempts and went dead, by event type.', labelNames: ['event_type'], registers: r }),
+
+    reconcileRuns: new Counter({ name: 'postroom_reconcile_runs_total', help: 'Reconcile runs by outcome (clean, gaps_open, failed, skipped_not_leader).', labelNames: ['outcome'], registers: r }),
+    reconcileDuration: new Histogram({ name: 'postroom_reconcile_duration_seconds', help: 'Reconcile run duration.', buckets: [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600], registers: r }),
+    reconcileGapsOpen: new Gauge({ name: 'postroom_reconcile_gaps_open', help: 'Gaps found by the reconciler and not yet filled or ignored.', registers: r }),
+    reconcileLastSuccess: new Gauge({ name: 'postroom_reconcile_last_success_timestamp_seconds', help: 'Unix time of the last reconcile run that completed.', registers: r }),
+
+    apiRequests: new Counter({ name: 'postroom_api_requests_total', help: 'Service API requests by operation and status class (2xx, 4xx, 5xx, network).', labelNames: ['operation', 'status_class'], registers: r }),
+    apiDuration: new Histogram({ name: 'postroom_api_request_duration_seconds', help: 'Service API request duration by operation.', labelNames: ['operation'], buckets: WORK_BUCKETS, registers: r }),
+  };
+  m.buildInfo.set({ version: options.version ?? 'dev', node_version: process.version }, 1);
+  return m;
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
