@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PostroomError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
-import type { Db } from './types.js';
+import type { Db, Queryable } from './types.js';
 
 /** Both src/db and dist/db sit two levels below the package root, beside migrations/. */
 export const DEFAULT_MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS postroom_migrations (
   applied_at timestamptz NOT NULL DEFAULT now()
 )`;
 
-async function appliedMigrations(db: Db): Promise<Map<number, { name: string; checksum: string }>> {
+async function appliedMigrations(db: Queryable): Promise<Map<number, { name: string; checksum: string }>> {
   const exists = await db.query<{ present: boolean }>(`SELECT to_regclass('postroom_migrations') IS NOT NULL AS present`);
   const map = new Map<number, { name: string; checksum: string }>();
   if (!exists.rows[0]?.present) return map;
@@ -87,11 +87,11 @@ export async function migrationStatus(db: Db, dir?: string): Promise<MigrationSt
  */
 export async function migrate(db: Db, options: { logger?: Logger; dir?: string } = {}): Promise<{ applied: MigrationFile[] }> {
   const files = readMigrations(options.dir);
-  const result = await db.withAdvisoryLock('migrate', async () => {
-    await db.exec(BOOKKEEPING);
-    const status = compare(files, await appliedMigrations(db));
+  const result = await db.withAdvisoryLock('migrate', async (session) => {
+    await session.exec(BOOKKEEPING);
+    const status = compare(files, await appliedMigrations(session));
     for (const file of status.pending) {
-      await db.transaction(async (tx) => {
+      await session.transaction(async (tx) => {
         await tx.exec(file.sql);
         await tx.query('INSERT INTO postroom_migrations (version, name, checksum) VALUES ($1, $2, $3)', [file.version, file.name, file.checksum]);
       });

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Logger } from '../logging/logger.js';
 import { advisoryKey } from './advisory-key.js';
-import type { Db, Queryable, QueryResult } from './types.js';
+import type { Db, Queryable, QueryResult, Session } from './types.js';
 
 export interface PgDbOptions {
   url: string;
@@ -22,6 +22,23 @@ function wrap(client: pg.Pool | pg.PoolClient | pg.Client): Queryable {
       await client.query(sql);
     },
   };
+}
+
+/** BEGIN … COMMIT on one client; reports whether the client is still usable after a failure. */
+async function inTransaction<T>(client: pg.PoolClient, fn: (tx: Queryable) => Promise<T>): Promise<{ value: T } | { error: unknown; broken: boolean }> {
+  try {
+    await client.query('BEGIN');
+    const value = await fn(wrap(client));
+    await client.query('COMMIT');
+    return { value };
+  } catch (error) {
+    try {
+      await client.query('ROLLBACK');
+      return { error, broken: false };
+    } catch {
+      return { error, broken: true };
+    }
+  }
 }
 
 export function createPgDb(options: PgDbOptions): Db {
@@ -45,23 +62,11 @@ export function createPgDb(options: PgDbOptions): Db {
 
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
       const client = await pool.connect();
-      let broken = false;
-      try {
-        await client.query('BEGIN');
-        const value = await fn(wrap(client));
-        await client.query('COMMIT');
-        return value;
-      } catch (err) {
-        try {
-          await client.query('ROLLBACK');
-        } catch {
-          broken = true;
-        }
-        throw err;
-      } finally {
-        // A connection whose ROLLBACK failed is in an unknown state: destroy it rather than reuse it.
-        client.release(broken ? true : undefined);
-      }
+      const result = await inTransaction(client, fn);
+      // A connection whose ROLLBACK failed is in an unknown state: destroy it rather than reuse it.
+      client.release('broken' in result && result.broken ? true : undefined);
+      if ('error' in result) throw result.error;
+      return result.value;
     },
 
     async listen(channel, onPayload) {
@@ -121,6 +126,7 @@ export function createPgDb(options: PgDbOptions): Db {
       const key = advisoryKey(name).toString();
       const client = await pool.connect();
       let held = false;
+      let broken = false;
       try {
         if (opts.wait === false) {
           const res = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [key]);
@@ -129,11 +135,20 @@ export function createPgDb(options: PgDbOptions): Db {
           await client.query('SELECT pg_advisory_lock($1::bigint)', [key]);
         }
         held = true;
-        const value = await fn();
-        return { acquired: true, value };
+        const session: Session = {
+          ...wrap(client),
+          async transaction(txFn) {
+            const result = await inTransaction(client, txFn);
+            if ('error' in result) {
+              broken ||= result.broken;
+              throw result.error;
+            }
+            return result.value;
+          },
+        };
+        return { acquired: true, value: await fn(session) };
       } finally {
-        let broken = false;
-        if (held) {
+        if (held && !broken) {
           try {
             await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
           } catch {

@@ -108,7 +108,8 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
       let done!: () => void;
       heldLocks.set(name, new Promise<void>((r) => (done = r)));
       try {
-        return { acquired: true, value: await fn() };
+        const session = { query: base.query, exec: base.exec, transaction: <R>(txFn: (tx: Queryable) => Promise<R>) => pglite.transaction((tx) => txFn(wrap(tx))) };
+        return { acquired: true, value: await fn(session) };
       } finally {
         heldLocks.delete(name);
         done();

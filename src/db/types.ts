@@ -10,6 +10,11 @@ export interface Queryable {
   exec(sql: string): Promise<void>;
 }
 
+/** One connection: queries and transactions on it run in order. */
+export interface Session extends Queryable {
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+}
+
 export type DbKind = 'postgres' | 'pglite';
 
 /**
@@ -24,9 +29,10 @@ export interface Db extends Queryable {
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   notify(channel: string, payload?: string): Promise<void>;
   /**
-   * Runs fn while holding a session-level advisory lock on a dedicated connection.
+   * Runs fn while holding a session-level advisory lock on a dedicated connection,
+   * which fn receives: work done through it cannot deadlock against a small pool.
    * With `wait: false`, returns `{ acquired: false }` at once when another holder has it.
    */
-  withAdvisoryLock<T>(key: string, fn: () => Promise<T>, options?: { wait?: boolean }): Promise<{ acquired: true; value: T } | { acquired: false }>;
+  withAdvisoryLock<T>(key: string, fn: (session: Session) => Promise<T>, options?: { wait?: boolean }): Promise<{ acquired: true; value: T } | { acquired: false }>;
   close(): Promise<void>;
 }
