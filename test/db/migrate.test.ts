@@ -1,0 +1,70 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createPgDb } from '../../src/db/pg.js';
+import { DEFAULT_MIGRATIONS_DIR, migrate, migrationStatus, readMigrations } from '../../src/db/migrate.js';
+import { silentLogger } from '../../src/logging/logger.js';
+import { adminUrl, availableStoreKinds, createPostgresDatabase, openTestStore } from '../support/db.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+function copyMigrations(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'postroom-mig-'));
+  for (const f of fs.readdirSync(DEFAULT_MIGRATIONS_DIR)) fs.copyFileSync(path.join(DEFAULT_MIGRATIONS_DIR, f), path.join(dir, f));
+  cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+describe.each(await availableStoreKinds())('migrations on %s', (kind) => {
+  it('applies every file once, records checksums, and is current afterwards', async () => {
+    const store = await openTestStore(kind, { migrate: false });
+    cleanups.push(store.cleanup);
+    const before = await migrationStatus(store.db);
+    expect(before.current).toBe(false);
+    const first = await migrate(store.db);
+    expect(first.applied.map((m) => m.version)).toEqual(readMigrations().map((m) => m.version));
+    expect((await migrate(store.db)).applied).toEqual([]);
+    expect((await migrationStatus(store.db)).current).toBe(true);
+  });
+
+  it('refuses to run when an applied migration file was changed', async () => {
+    const dir = copyMigrations();
+    const store = await openTestStore(kind, { migrate: false });
+    cleanups.push(store.cleanup);
+    await migrate(store.db, { dir });
+    fs.appendFileSync(path.join(dir, '001_inbox.sql'), '\n-- edited\n');
+    await expect(migrate(store.db, { dir })).rejects.toMatchObject({ code: 'migration_checksum_mismatch' });
+  });
+
+  it('rolls a failing migration back whole, bookkeeping included', async () => {
+    const dir = copyMigrations();
+    fs.writeFileSync(path.join(dir, '900_broken.sql'), 'CREATE TABLE half_done (id int);\nSELECT this_is_not_sql(;\n');
+    const store = await openTestStore(kind, { migrate: false });
+    cleanups.push(store.cleanup);
+    await expect(migrate(store.db, { dir })).rejects.toThrow();
+    const t = await store.db.query<{ present: boolean }>(`SELECT to_regclass('half_done') IS NOT NULL AS present`);
+    expect(t.rows[0]!.present).toBe(false);
+    const status = await migrationStatus(store.db, dir);
+    expect(status.pending.map((p) => p.version)).toEqual([900]);
+  });
+});
+
+describe.skipIf(!(await adminUrl()))('migrations from several replicas at once (Postgres)', () => {
+  it('serialises on the advisory lock: each migration is applied exactly once', async () => {
+    const database = await createPostgresDatabase();
+    cleanups.push(database.drop);
+    const replicas = Array.from({ length: 4 }, () => createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() }));
+    cleanups.push(async () => {
+      for (const r of replicas) await r.close();
+    });
+    const results = await Promise.all(replicas.map((db) => migrate(db)));
+    const appliedCounts = results.map((r) => r.applied.length);
+    expect(appliedCounts.filter((n) => n > 0)).toHaveLength(1);
+    const rows = await replicas[0]!.query<{ n: number }>('SELECT count(*)::int AS n FROM postroom_migrations');
+    expect(rows.rows[0]!.n).toBe(readMigrations().length);
+  });
+});

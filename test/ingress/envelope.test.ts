@@ -1,0 +1,63 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { MAX_JSON_DEPTH, parseEnvelope } from '../../src/ingress/envelope.js';
+
+const valid = { event_id: 'evt_1', type: 'participant.acted', at: '2026-11-18T10:15:00Z', data: { correspondence_id: 'cor_1' } };
+const enc = (v: unknown): Buffer => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v));
+
+describe('parseEnvelope', () => {
+  it('accepts a valid envelope and extracts the correspondence id', () => {
+    expect(parseEnvelope(enc(valid))).toMatchObject({ ok: true, eventId: 'evt_1', type: 'participant.acted', correspondenceId: 'cor_1' });
+  });
+
+  it.each([
+    ['invalid UTF-8', Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), /UTF-8/],
+    ['not JSON', enc('{'), /not valid JSON/],
+    ['an array', enc([valid]), /JSON object/],
+    ['missing event_id', enc({ ...valid, event_id: undefined }), /event_id/],
+    ['numeric event_id', enc({ ...valid, event_id: 7 }), /event_id/],
+    ['control characters in event_id', enc({ ...valid, event_id: 'a\nb' }), /printable/],
+    ['missing type', enc({ ...valid, type: '' }), /type/],
+    ['a bad timestamp', enc({ ...valid, at: 'yesterday' }), /ISO 8601/],
+    ['data not an object', enc({ ...valid, data: [1] }), /data must be an object/],
+    ['U+0000 in a value', enc({ ...valid, data: { x: 'a\u0000' } }), /U\+0000/],
+    ['deep nesting', enc({ ...valid, data: JSON.parse('['.repeat(MAX_JSON_DEPTH + 1) + ']'.repeat(MAX_JSON_DEPTH + 1)) }), /deeper/],
+  ])('quarantines %s with a reason', (_name, body, reason) => {
+    const r = parseEnvelope(body);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.reason).toMatch(reason);
+  });
+
+  it('keeps the body event_id for quarantined envelopes that have one, and a stable hash id otherwise', () => {
+    const withId = parseEnvelope(enc({ ...valid, at: 'bad' }));
+    expect(withId).toMatchObject({ ok: false, eventId: 'evt_1', type: 'participant.acted' });
+    const a = parseEnvelope(enc('nope'));
+    const b = parseEnvelope(enc('nope'));
+    expect(a.eventId).toMatch(/^quarantine:[0-9a-f]{64}$/);
+    expect(a.eventId).toBe(b.eventId);
+  });
+
+  it('does not let __proto__ keys reach the prototype', () => {
+    const r = parseEnvelope(enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"__proto__":{"polluted":true},"correspondence_id":"c"}}'));
+    expect(r.ok).toBe(true);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('never throws, whatever the bytes', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 512 }), (bytes) => {
+        const r = parseEnvelope(bytes);
+        expect(typeof r.eventId).toBe('string');
+        expect(r.eventId.length).toBeGreaterThan(0);
+      }),
+      { numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 8 }), (v) => {
+        const r = parseEnvelope(enc(v));
+        if (r.ok) expect(r.json).toBe(JSON.stringify(v));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
