@@ -11,6 +11,8 @@ import { createInboxWriter, type InboxWriter } from '../inbox/group-commit.js';
 import { createIngressCore } from '../ingress/accept.js';
 import { createIngressRouter } from '../ingress/router.js';
 import { staticSecrets, type SecretProvider } from '../ingress/secrets.js';
+import { secretCipherFromConfig } from '../secrets/from-config.js';
+import { createEndpointSecretProvider, type EndpointSecretProvider } from '../secrets/provider.js';
 import type { Logger } from '../logging/logger.js';
 import { refreshInboxGauges } from '../metrics/inbox-gauges.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
@@ -44,7 +46,10 @@ export interface ServeOptions {
   clock?: Clock;
   /** Use this store instead of opening one from config (tests, embedding). */
   db?: Db;
-  /** Secrets provider; defaults to the configured list (or the development secret). */
+  /**
+   * Secrets provider; defaults to the configured list (or the development secret), and with
+   * POSTROOM_ENCRYPTION_KEY to the stored per-endpoint secrets for /webhooks/{endpoint_id}.
+   */
   secrets?: SecretProvider;
   /** Extra components for the worker and reconciler roles, built once the store is open. */
   components?: Array<(deps: ComponentDeps) => Component | undefined>;
@@ -69,16 +74,26 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
 
   let devSecret: RunningServer['devSecret'];
   let secrets = options.secrets;
+  // With POSTROOM_ENCRYPTION_KEY, /webhooks/{endpoint_id} verifies with the endpoint's stored secrets (built once the store is open).
+  const cipher = !secrets && runsIngress(role) ? secretCipherFromConfig(config) : undefined;
+  let configuredSecrets: string[] = [];
   if (!secrets && runsIngress(role)) {
     if (config.ingress.secrets.length > 0) {
-      secrets = staticSecrets(config.ingress.secrets);
+      configuredSecrets = config.ingress.secrets;
     } else if (config.production) {
-      throw new ConfigError('POSTROOM_WEBHOOK_SECRETS', 'no webhook signing secret configured; set it to the secret the service returned when the endpoint was created (comma-separate several during rotation)');
+      if (!cipher) {
+        throw new ConfigError(
+          'POSTROOM_WEBHOOK_SECRETS',
+          'no webhook signing secret configured; set it to the secret the service returned when the endpoint was created (comma-separate several during rotation), or set POSTROOM_ENCRYPTION_KEY and manage endpoints with `postroom endpoints create`',
+        );
+      }
     } else {
       devSecret = loadOrCreateDevSecret(config.database.dataDir);
-      secrets = staticSecrets([devSecret.secret]);
+      configuredSecrets = [devSecret.secret];
     }
+    if (!cipher) secrets = staticSecrets(configuredSecrets);
   }
+  let endpointSecrets: EndpointSecretProvider | undefined;
 
   const ownsDb = options.db === undefined;
   const db = options.db ?? (await openDb(config, logger));
@@ -90,6 +105,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
 
   try {
     if (options.migrate !== false) await migrate(db, { logger });
+    if (cipher) {
+      endpointSecrets = createEndpointSecretProvider({ db, cipher, configured: configuredSecrets, clock, logger });
+      await endpointSecrets.start();
+      secrets = endpointSecrets;
+    }
 
     const readiness = createReadiness(db);
     let webhookRouter: express.Router | undefined;
@@ -166,6 +186,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           await closeServer(srv, Math.max(100, deadline - Date.now() - 1000));
           if (metricsServer) await closeServer(metricsServer, 500);
           await writer?.close();
+          await endpointSecrets?.close().catch(() => undefined);
           for (const c of components.reverse()) {
             await c.stop(Math.max(100, deadline - Date.now() - 500)).catch((err) => logger.error({ err: describeError(err), component: c.name }, 'component did not stop cleanly'));
           }
@@ -176,6 +197,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     };
   } catch (err) {
     for (const c of components) await c.stop(1000).catch(() => undefined);
+    await endpointSecrets?.close().catch(() => undefined);
     if (server?.listening) server.close();
     if (metricsServer?.listening) metricsServer.close();
     if (ownsDb) await db.close().catch(() => undefined);
