@@ -1,0 +1,165 @@
+import type { Command } from 'commander';
+import { createApiClientFromConfig } from '../../client/from-config.js';
+import { PostroomError } from '../../errors.js';
+import { systemClock } from '../../clock.js';
+import { auditDelivered } from '../../reconciler/audit.js';
+import { getGap, ignoreGap, listGaps, type GapStatus } from '../../reconciler/gap-queries.js';
+import { createReconciler } from '../../reconciler/reconcile.js';
+import { knownEndpointIds } from '../../reconciler/state-queries.js';
+import type { CliContext } from '../context.js';
+import { parseChoice, parseCount, parseDuration } from '../duration.js';
+import { createProgress, printJson, printTable } from '../output.js';
+
+/** Exit codes a script can branch on. */
+export const RECONCILE_EXIT = { clean: 0, error: 1, gapsOpen: 2, auditLoss: 3, notLeader: 4 } as const;
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+function apiClient(ctx: CliContext) {
+  const client = createApiClientFromConfig(ctx.config(), { logger: ctx.logger() });
+  ctx.io.stderr.write(`plane: ${client.plane}\n`);
+  return client;
+}
+
+export function registerReconcileCommands(program: Command, ctx: CliContext): void {
+  program
+    .command('reconcile')
+    .description('Find every event the service could not deliver and fill the gap: walk dead deliveries, re-read correspondence, write what is missing.')
+    .option('--dry-run', 'report what would be found and written; change nothing')
+    .option('--since <duration>', 'only dead deliveries created within this window, e.g. 24h')
+    .option('--endpoint <id>', 'only this endpoint (repeatable; default: every endpoint postroom knows)', collect)
+    .option('--overlap <duration>', 'look again at dead deliveries created this long before the last complete walk', '7d')
+    .option('--at-risk-after <duration>', 'report pending deliveries older than this as at risk', '15m')
+    .option('--concurrency <n>', 're-reads in flight (1-64)', '8')
+    .option('--json', 'print the summary as JSON')
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 clean, 2 gaps remain open, 4 another replica is reconciling, 1 error.
+
+Examples:
+  $ postroom reconcile --dry-run
+  $ postroom reconcile --since 24h --json | jq .gapsOpen
+  $ postroom reconcile --endpoint ep_123`,
+    )
+    .action(async (opts: { dryRun?: boolean; since?: string; endpoint?: string[]; overlap: string; atRiskAfter: string; concurrency: string; json?: boolean }) => {
+      const options = {
+        dryRun: Boolean(opts.dryRun),
+        ...(opts.since ? { since: new Date(Date.now() - parseDuration('--since', opts.since)) } : {}),
+        ...(opts.endpoint ? { endpoints: opts.endpoint } : {}),
+        overlapMs: parseDuration('--overlap', opts.overlap),
+        atRiskAfterMs: parseDuration('--at-risk-after', opts.atRiskAfter),
+        rereadConcurrency: parseCount('--concurrency', opts.concurrency, { min: 1, max: 64 }),
+      };
+      const api = apiClient(ctx);
+      const db = await ctx.db();
+      const progress = createProgress(ctx.io, 'reconcile');
+      const reconciler = createReconciler({ db, api, logger: ctx.logger(), clock: systemClock });
+      const result = await reconciler.run({
+        ...options,
+        onProgress: (p) => progress.update(`${p.phase} ${p.endpointId ?? ''} pages ${p.pages}, deliveries ${p.deliveriesScanned}, re-read ${p.correspondencesReread}`),
+      });
+      progress.done();
+      if (!result.ran) {
+        if (opts.json) printJson(ctx.io, { ran: false, reason: result.reason });
+        else ctx.io.stdout.write('another replica is reconciling right now; nothing done\n');
+        ctx.exitCode = RECONCILE_EXIT.notLeader;
+        return;
+      }
+      const s = result.summary;
+      if (opts.json) printJson(ctx.io, s);
+      else {
+        ctx.io.stdout.write(
+          `${s.dryRun ? 'DRY RUN: nothing was written\n' : ''}` +
+            `endpoints            ${s.endpoints.join(', ') || '(none known)'}\n` +
+            `pages                ${s.pages}\n` +
+            `deliveries scanned   ${s.deliveriesScanned} (${s.deliveriesSkipped} already examined)\n` +
+            `gaps found           ${s.gapsFound}\n` +
+            `gaps filled          ${s.gapsFilled}\n` +
+            `gaps open            ${s.gapsOpen}\n` +
+            `at risk (pending)    ${s.atRisk.count}\n` +
+            `re-read              ${s.correspondencesReread}${s.rereadFailures.length ? ` (${s.rereadFailures.length} failed)` : ''}\n` +
+            `synthetic events     ${s.dryRun ? `${s.syntheticEventsPlanned} would be written` : `${s.syntheticEventsWritten} written`}\n` +
+            `duration             ${(s.durationMs / 1000).toFixed(1)} s\n` +
+            (s.gapsOpen ? `\nOpen gaps need a look: postroom gaps list --status open\n` : ''),
+        );
+      }
+      ctx.exitCode = s.gapsOpen > 0 ? RECONCILE_EXIT.gapsOpen : RECONCILE_EXIT.clean;
+    });
+
+  const gaps = program
+    .command('gaps')
+    .description('Events the service gave up delivering that postroom does not have, and what became of them.')
+    .addHelpText('after', `\nExamples:\n  $ postroom gaps list --status open\n  $ postroom gaps ignore 42 --reason "test traffic from the old staging endpoint"`);
+
+  gaps
+    .command('list')
+    .description('List gaps, newest first.')
+    .option('--status <status>', 'open | filled | ignored')
+    .option('--limit <n>', 'at most this many (1-10000)', '100')
+    .option('--json', 'print a JSON array')
+    .addHelpText('after', `\nExample:\n  $ postroom gaps list --status open --json`)
+    .action(async (opts: { status?: string; limit: string; json?: boolean }) => {
+      const status = opts.status === undefined ? undefined : parseChoice<GapStatus>('--status', opts.status, ['open', 'filled', 'ignored']);
+      const rows = await listGaps(await ctx.db(), { status, limit: parseCount('--limit', opts.limit, { min: 1, max: 10_000 }) });
+      if (opts.json) printJson(ctx.io, rows);
+      else printTable(ctx.io, rows, ['gap_id', 'status', 'event_type', 'event_id', 'endpoint_id', 'first_seen_at', 'reason']);
+    });
+
+  gaps
+    .command('show <id>')
+    .description('Show one gap, by gap id or event id.')
+    .option('--json', 'print as JSON')
+    .addHelpText('after', `\nExample:\n  $ postroom gaps show 42`)
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const gap = await getGap(await ctx.db(), id);
+      if (!gap) throw new PostroomError('not_found', `No gap ${id}. List them with \`postroom gaps list\`.`);
+      if (opts.json) printJson(ctx.io, gap);
+      else for (const [k, v] of Object.entries(gap)) ctx.io.stdout.write(`${k.padEnd(20)} ${v instanceof Date ? v.toISOString() : (v ?? '')}\n`);
+    });
+
+  gaps
+    .command('ignore <id>')
+    .description('Close an open gap on purpose, with the reason on record.')
+    .requiredOption('--reason <text>', 'why this gap needs no recovery (kept with the gap)')
+    .option('--json', 'print the updated gap as JSON')
+    .addHelpText('after', `\nExample:\n  $ postroom gaps ignore 42 --reason "campaign events are not used by our backend"`)
+    .action(async (id: string, opts: { reason: string; json?: boolean }) => {
+      if (!/^\d{1,18}$/.test(id)) throw new PostroomError('invalid_flag', `gap id: expected the numeric gap id shown by \`postroom gaps list\`, got "${id.slice(0, 40)}"`);
+      if (opts.reason.trim().length < 3) throw new PostroomError('invalid_flag', '--reason: say why, in a few words');
+      const gap = await ignoreGap(await ctx.db(), Number(id), opts.reason.trim());
+      if (!gap) throw new PostroomError('not_found', `No open gap ${id}. See \`postroom gaps show ${id}\`.`);
+      if (opts.json) printJson(ctx.io, gap);
+      else ctx.io.stdout.write(`gap ${gap.gap_id} ignored: ${gap.reason}\n`);
+    });
+
+  program
+    .command('audit')
+    .description('Prove nothing was lost: every delivery the service marks delivered must be in the inbox. Non-zero is an alarm.')
+    .option('--since <duration>', 'window to check, e.g. 24h', '24h')
+    .option('--endpoint <id>', 'only this endpoint (repeatable)', collect)
+    .option('--json', 'print the result as JSON')
+    .addHelpText('after', `\nExit codes: 0 nothing missing, 3 events missing, 1 error.\n\nExamples:\n  $ postroom audit --since 24h\n  $ postroom audit --since 7d --json | jq .missingCount`)
+    .action(async (opts: { since: string; endpoint?: string[]; json?: boolean }) => {
+      const since = new Date(Date.now() - parseDuration('--since', opts.since));
+      const api = apiClient(ctx);
+      const db = await ctx.db();
+      let endpoints = opts.endpoint ?? (await knownEndpointIds(db));
+      if (endpoints.length === 0) {
+        endpoints = [];
+        for await (const e of api.webhookEndpoints.iterate({ limit: 100 })) endpoints.push(e.endpoint_id);
+      }
+      const progress = createProgress(ctx.io, 'audit');
+      const result = await auditDelivered(db, api, { since, endpoints, onProgress: (n) => progress.update(`${n} delivered deliveries checked`) });
+      progress.done();
+      if (opts.json) printJson(ctx.io, result);
+      else {
+        ctx.io.stdout.write(`checked ${result.inWindow} delivered deliveries since ${result.since} across ${endpoints.length} endpoint(s): ${result.missingCount} missing\n`);
+        if (result.missingCount) {
+          printTable(ctx.io, result.missing, ['event_id', 'event_type', 'endpoint_id', 'delivery_id', 'delivered_at']);
+          ctx.io.stdout.write('\nALARM: the service believes these were delivered but postroom has no record. See docs/runbook.md#audit-loss.\n');
+        }
+      }
+      ctx.exitCode = result.missingCount > 0 ? RECONCILE_EXIT.auditLoss : RECONCILE_EXIT.clean;
+    });
+}

@@ -1,0 +1,49 @@
+import type { Db } from '../db/types.js';
+import { eventIdsInInbox } from './state-queries.js';
+import type { ReconcilerApi } from './types.js';
+
+export interface AuditResult {
+  since: string;
+  endpoints: string[];
+  deliveredScanned: number;
+  inWindow: number;
+  missingCount: number;
+  /** Events the service believes delivered that postroom does not have (first 100). */
+  missing: Array<{ event_id: string; event_type: string; endpoint_id: string; delivery_id: string; delivered_at: string | null }>;
+  durationMs: number;
+}
+
+/**
+ * The proof: every delivery the service marks delivered within the window must be
+ * in the inbox. A 2xx that was not backed by a commit would show up here. Must be zero.
+ */
+export async function auditDelivered(
+  db: Db,
+  api: ReconcilerApi,
+  options: { since: Date; endpoints: string[]; pageSize?: number; onProgress?: (scanned: number) => void },
+): Promise<AuditResult> {
+  const started = Date.now();
+  const result: AuditResult = { since: options.since.toISOString(), endpoints: options.endpoints, deliveredScanned: 0, inWindow: 0, missingCount: 0, missing: [], durationMs: 0 };
+  for (const endpointId of options.endpoints) {
+    let cursor: string | undefined;
+    do {
+      const page = await api.webhookDeliveries.list({ status: 'delivered', endpoint_id: endpointId, limit: options.pageSize ?? 200, ...(cursor ? { cursor } : {}) });
+      result.deliveredScanned += page.items.length;
+      const inWindow = page.items.filter((d) => {
+        const t = Date.parse(d.delivered_at ?? d.created_at);
+        return Number.isNaN(t) || t >= options.since.getTime();
+      });
+      result.inWindow += inWindow.length;
+      const present = await eventIdsInInbox(db, inWindow.map((d) => d.event_id));
+      for (const d of inWindow) {
+        if (present.has(d.event_id)) continue;
+        result.missingCount++;
+        if (result.missing.length < 100) result.missing.push({ event_id: d.event_id, event_type: d.event_type, endpoint_id: d.endpoint_id, delivery_id: d.delivery_id, delivered_at: d.delivered_at ?? null });
+      }
+      options.onProgress?.(result.deliveredScanned);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+  }
+  result.durationMs = Date.now() - started;
+  return result;
+}

@@ -1,0 +1,138 @@
+import type { WebhookDelivery } from '../client/types.js';
+import { isApiError } from '../client/errors.js';
+import type { Db } from '../db/types.js';
+import type { Logger } from '../logging/logger.js';
+import { upsertGaps, type NewGap } from './gap-queries.js';
+import { completeWalk, eventIdsInInbox, getWatermark, saveResumePoint } from './state-queries.js';
+import type { ReconcileOptions, ReconcileProgress, ReconcilerApi } from './types.js';
+
+/** Event types with no resource to re-read through the API: a gap of these stays open for on-call. */
+const CORRESPONDENCE_SCOPED = new Set([
+  'correspondence.created',
+  'correspondence.send_completed',
+  'participant.acted',
+  'document.attached',
+  'form.response_received',
+  'correspondence.sealed',
+  'correspondence.withdrawn',
+  'claim.claimed',
+  'claim.expired',
+]);
+
+export function isCorrespondenceScoped(type: string): boolean {
+  return CORRESPONDENCE_SCOPED.has(type);
+}
+
+/** Some deliveries may name their correspondence (a field the spec does not show); use it when present. */
+export function deliveryCorrespondenceId(d: WebhookDelivery): string | null {
+  const direct = d.correspondence_id;
+  if (typeof direct === 'string' && direct) return direct;
+  const data = d.data as { correspondence_id?: unknown } | undefined;
+  return typeof data?.correspondence_id === 'string' && data.correspondence_id ? data.correspondence_id : null;
+}
+
+export interface WalkTotals {
+  pages: number;
+  scanned: number;
+  skipped: number;
+  gapsFound: number;
+  earliestGapDelivery: Date | null;
+}
+
+/**
+ * Pass 1 for one endpoint: every dead delivery whose event is not in the inbox
+ * becomes a gap. The list has no time filter and no promised order, so the whole
+ * list is walked; records older than the watermark minus the overlap were
+ * examined by an earlier complete walk and are only counted. Progress is saved
+ * after each page so a killed run resumes where it stopped.
+ */
+export async function walkDeadDeliveries(
+  db: Db,
+  api: ReconcilerApi,
+  endpointId: string,
+  options: ReconcileOptions & { logger: Logger; progress: ReconcileProgress },
+): Promise<WalkTotals> {
+  const status = 'dead';
+  const dryRun = options.dryRun ?? false;
+  const overlapMs = options.overlapMs ?? 7 * 86_400_000;
+  const mark = await getWatermark(db, endpointId, status);
+  const skipBefore = mark.watermark ? mark.watermark.getTime() - overlapMs : -Infinity;
+  const since = options.since?.getTime() ?? -Infinity;
+  let cursor: string | undefined = mark.resumeCursor ?? undefined;
+  let maxSeen: Date | null = mark.resumeMaxSeen;
+  const totals: WalkTotals = { pages: 0, scanned: 0, skipped: 0, gapsFound: 0, earliestGapDelivery: null };
+
+  for (;;) {
+    if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
+    let page;
+    try {
+      page = await api.webhookDeliveries.list({ status, endpoint_id: endpointId, limit: options.pageSize ?? 200, ...(cursor ? { cursor } : {}) });
+    } catch (err) {
+      // A stored cursor the service no longer honours: start the walk again from the top.
+      if (cursor && cursor === mark.resumeCursor && isApiError(err) && (err.status === 400 || err.status === 404 || err.status === 422)) {
+        options.logger.warn({ endpoint_id: endpointId }, 'stored resume cursor refused; walking the dead deliveries from the start');
+        cursor = undefined;
+        mark.resumeCursor = null;
+        continue;
+      }
+      throw err;
+    }
+    totals.pages++;
+    totals.scanned += page.items.length;
+    const fresh: WebhookDelivery[] = [];
+    for (const d of page.items) {
+      const created = Date.parse(d.created_at);
+      if (!Number.isNaN(created) && (maxSeen === null || created > maxSeen.getTime())) maxSeen = new Date(created);
+      if ((!Number.isNaN(created) && created < skipBefore) || created < since) totals.skipped++;
+      else if (d.event_type !== 'webhook.test') fresh.push(d);
+    }
+    const present = await eventIdsInInbox(db, fresh.map((d) => d.event_id));
+    const gaps: NewGap[] = fresh
+      .filter((d) => !present.has(d.event_id))
+      .map((d) => ({
+        eventId: d.event_id,
+        eventType: d.event_type,
+        endpointId: d.endpoint_id || endpointId,
+        deliveryId: d.delivery_id,
+        deliveryCreatedAt: Number.isNaN(Date.parse(d.created_at)) ? null : d.created_at,
+        lastError: (d.last_error ?? '').slice(0, 2000),
+        correspondenceId: deliveryCorrespondenceId(d),
+        reason: isCorrespondenceScoped(d.event_type) ? null : `no resource to re-read for ${d.event_type} through the API: confirm with the service or ignore`,
+      }));
+    for (const g of gaps) {
+      const t = g.deliveryCreatedAt ? new Date(g.deliveryCreatedAt) : null;
+      if (t && (!totals.earliestGapDelivery || t < totals.earliestGapDelivery)) totals.earliestGapDelivery = t;
+    }
+    if (dryRun) totals.gapsFound += gaps.length;
+    else {
+      totals.gapsFound += await upsertGaps(db, gaps);
+      await saveResumePoint(db, endpointId, status, page.nextCursor, maxSeen);
+    }
+    options.progress.pages++;
+    options.progress.deliveriesScanned += page.items.length;
+    options.progress.gapsFound += dryRun ? gaps.length : 0;
+    options.onProgress?.(options.progress);
+    if (!page.nextCursor) break;
+    cursor = page.nextCursor;
+  }
+  if (!dryRun) await completeWalk(db, endpointId, status, maxSeen);
+  return totals;
+}
+
+/** Pending deliveries older than the threshold: not yet missed, but at risk. */
+export async function findAtRisk(api: ReconcilerApi, endpointId: string, olderThan: Date, pageSize: number): Promise<{ count: number; sample: Array<{ delivery_id: string; event_id: string; endpoint_id: string; created_at: string }> }> {
+  let cursor: string | undefined;
+  let count = 0;
+  const sample: Array<{ delivery_id: string; event_id: string; endpoint_id: string; created_at: string }> = [];
+  do {
+    const page = await api.webhookDeliveries.list({ status: 'pending', endpoint_id: endpointId, limit: pageSize, ...(cursor ? { cursor } : {}) });
+    for (const d of page.items) {
+      if (Date.parse(d.created_at) < olderThan.getTime()) {
+        count++;
+        if (sample.length < 20) sample.push({ delivery_id: d.delivery_id, event_id: d.event_id, endpoint_id: d.endpoint_id, created_at: d.created_at });
+      }
+    }
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return { count, sample };
+}

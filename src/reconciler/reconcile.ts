@@ -1,0 +1,161 @@
+import type { Clock } from '../clock.js';
+import type { Db } from '../db/types.js';
+import { describeError } from '../errors.js';
+import { insertInboxBatch } from '../inbox/insert-queries.js';
+import type { Logger } from '../logging/logger.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { findAtRisk, isCorrespondenceScoped, walkDeadDeliveries } from './dead-deliveries.js';
+import { countOpenGaps, fillGaps, fillGapsReceivedLater, openGaps, setGapReason } from './gap-queries.js';
+import { mapWithConcurrency } from './pool.js';
+import { readProjection, rereadCandidates } from './projection-reads.js';
+import { knownEndpointIds, startRun, finishRun } from './state-queries.js';
+import { diffCorrespondence, toInboxRow } from './synthetic.js';
+import type { ReconcileOptions, ReconcileProgress, ReconcilerApi, ReconcileSummary } from './types.js';
+
+export interface ReconcilerDeps {
+  db: Db;
+  api: ReconcilerApi;
+  logger: Logger;
+  clock: Clock;
+  metrics?: Metrics;
+}
+
+export type RunResult = { ran: true; summary: ReconcileSummary } | { ran: false; reason: 'not_leader' };
+
+export interface Reconciler {
+  /** One run, if this replica wins the lock; a run already in progress elsewhere means skip, not wait. */
+  run(options?: ReconcileOptions): Promise<RunResult>;
+}
+
+export const RECONCILE_LOCK = 'reconcile';
+
+export function createReconciler(deps: ReconcilerDeps): Reconciler {
+  const { db, api, logger, metrics, clock } = deps;
+
+  async function endpointsToWalk(options: ReconcileOptions): Promise<string[]> {
+    if (options.endpoints?.length) return options.endpoints;
+    const known = await knownEndpointIds(db);
+    if (known.length) return known;
+    // Nothing recorded locally (secrets configured by hand): ask the service which endpoints exist.
+    const ids: string[] = [];
+    for await (const e of api.webhookEndpoints.iterate({ limit: 100 })) ids.push(e.endpoint_id);
+    return ids;
+  }
+
+  async function runLocked(options: ReconcileOptions): Promise<ReconcileSummary> {
+    const started = clock.now();
+    const dryRun = options.dryRun ?? false;
+    const runId = dryRun ? null : await startRun(db, false);
+    const progress: ReconcileProgress = { phase: 'dead-deliveries', pages: 0, deliveriesScanned: 0, gapsFound: 0, correspondencesReread: 0 };
+    const summary: ReconcileSummary = {
+      runId,
+      dryRun,
+      outcome: 'clean',
+      endpoints: [],
+      pages: 0,
+      deliveriesScanned: 0,
+      deliveriesSkipped: 0,
+      gapsFound: 0,
+      gapsFilled: 0,
+      gapsOpen: 0,
+      atRisk: { count: 0, sample: [] },
+      correspondencesReread: 0,
+      rereadFailures: [],
+      syntheticEventsWritten: 0,
+      syntheticEventsPlanned: 0,
+      durationMs: 0,
+    };
+    try {
+      summary.endpoints = await endpointsToWalk(options);
+      let earliestGap: Date | null = null;
+      for (const endpointId of summary.endpoints) {
+        progress.endpointId = endpointId;
+        const walked = await walkDeadDeliveries(db, api, endpointId, { ...options, logger, progress });
+        summary.pages += walked.pages;
+        summary.deliveriesScanned += walked.scanned;
+        summary.deliveriesSkipped += walked.skipped;
+        summary.gapsFound += walked.gapsFound;
+        if (walked.earliestGapDelivery && (!earliestGap || walked.earliestGapDelivery < earliestGap)) earliestGap = walked.earliestGapDelivery;
+
+        progress.phase = 'at-risk';
+        options.onProgress?.(progress);
+        const risk = await findAtRisk(api, endpointId, new Date(clock.now() - (options.atRiskAfterMs ?? 15 * 60_000)), options.pageSize ?? 200);
+        summary.atRisk.count += risk.count;
+        summary.atRisk.sample.push(...risk.sample.slice(0, 20 - summary.atRisk.sample.length));
+        progress.phase = 'dead-deliveries';
+      }
+      if (!dryRun) summary.gapsFilled += await fillGapsReceivedLater(db);
+
+      // Pass 2: re-read what can still differ, and whatever open gaps point at.
+      progress.phase = 're-read';
+      const gaps = dryRun ? [] : await openGaps(db);
+      for (const g of gaps) {
+        if (g.delivery_created_at && (!earliestGap || g.delivery_created_at < earliestGap)) earliestGap = g.delivery_created_at;
+      }
+      const candidates = new Set(await rereadCandidates(db, earliestGap ? new Date(earliestGap.getTime() - 60_000) : null));
+      for (const g of gaps) if (g.correspondence_id) candidates.add(g.correspondence_id);
+      const rereadStarted = new Date(clock.now());
+      const ok = new Set<string>();
+      await mapWithConcurrency([...candidates], options.rereadConcurrency ?? 8, async (id) => {
+        if (options.signal?.aborted) return;
+        try {
+          const service = await api.correspondence.get(id);
+          const projected = await readProjection(db, id);
+          const events = diffCorrespondence(service, projected, new Date(clock.now()));
+          summary.syntheticEventsPlanned += events.length;
+          if (!dryRun && events.length) summary.syntheticEventsWritten += (await insertInboxBatch(db, events.map(toInboxRow))).size;
+          ok.add(id);
+        } catch (err) {
+          summary.rereadFailures.push({ correspondence_id: id, error: describeError(err).slice(0, 300) });
+        }
+        progress.correspondencesReread++;
+        options.onProgress?.(progress);
+      });
+      if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
+      summary.correspondencesReread = ok.size;
+
+      if (!dryRun) {
+        const complete = summary.rereadFailures.length === 0;
+        const covered: number[] = [];
+        const untied: number[] = [];
+        for (const g of gaps) {
+          if (!isCorrespondenceScoped(g.event_type) || g.first_seen_at > rereadStarted) continue;
+          if (g.correspondence_id ? ok.has(g.correspondence_id) : complete) covered.push(g.gap_id);
+          else untied.push(g.gap_id);
+        }
+        summary.gapsFilled += await fillGaps(db, covered, `covered by a re-read of ${ok.size} correspondence(s) in run ${runId}`);
+        await setGapReason(db, untied, `re-read incomplete (${summary.rereadFailures.length} failed); retried on the next run`);
+      }
+      summary.gapsOpen = dryRun ? summary.gapsFound : await countOpenGaps(db);
+      summary.outcome = summary.gapsOpen > 0 ? 'gaps_open' : 'clean';
+      summary.durationMs = clock.now() - started;
+      if (runId !== null) await finishRun(db, runId, summary.outcome, summary);
+      metrics?.reconcileRuns.inc({ outcome: summary.outcome });
+      metrics?.reconcileDuration.observe(summary.durationMs / 1000);
+      if (!dryRun) {
+        metrics?.reconcileGapsOpen.set(summary.gapsOpen);
+        metrics?.reconcileLastSuccess.set(Math.floor(clock.now() / 1000));
+      }
+      logger.info({ ...summary, atRisk: summary.atRisk.count, rereadFailures: summary.rereadFailures.length }, 'reconcile run finished');
+      return summary;
+    } catch (err) {
+      summary.outcome = 'failed';
+      summary.durationMs = clock.now() - started;
+      metrics?.reconcileRuns.inc({ outcome: 'failed' });
+      if (runId !== null) await finishRun(db, runId, 'failed', summary, describeError(err)).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  return {
+    async run(options = {}) {
+      const result = await db.withAdvisoryLock(RECONCILE_LOCK, () => runLocked(options), { wait: false });
+      if (!result.acquired) {
+        metrics?.reconcileRuns.inc({ outcome: 'skipped_not_leader' });
+        logger.info('another replica is reconciling; skipping this run');
+        return { ran: false, reason: 'not_leader' };
+      }
+      return { ran: true, summary: result.value };
+    },
+  };
+}

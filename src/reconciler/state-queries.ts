@@ -1,0 +1,70 @@
+import type { Queryable } from '../db/types.js';
+
+export interface Watermark {
+  watermark: Date | null;
+  resumeCursor: string | null;
+  resumeMaxSeen: Date | null;
+}
+
+export async function getWatermark(q: Queryable, endpointId: string, status: string): Promise<Watermark> {
+  const res = await q.query<{ watermark: Date | null; resume_cursor: string | null; resume_max_seen: Date | null }>(
+    'SELECT watermark, resume_cursor, resume_max_seen FROM reconcile_watermarks WHERE endpoint_id = $1 AND delivery_status = $2',
+    [endpointId, status],
+  );
+  const r = res.rows[0];
+  return { watermark: r?.watermark ?? null, resumeCursor: r?.resume_cursor ?? null, resumeMaxSeen: r?.resume_max_seen ?? null };
+}
+
+/** After each page: where to pick up if this run dies. */
+export async function saveResumePoint(q: Queryable, endpointId: string, status: string, cursor: string | null, maxSeen: Date | null): Promise<void> {
+  await q.query(
+    `INSERT INTO reconcile_watermarks (endpoint_id, delivery_status, resume_cursor, resume_max_seen)
+     VALUES ($1, $2, $3, $4)
+     ON CONFLICT (endpoint_id, delivery_status) DO UPDATE SET resume_cursor = $3, resume_max_seen = $4, updated_at = now()`,
+    [endpointId, status, cursor, maxSeen],
+  );
+}
+
+/** A complete walk: the watermark advances (never back) and the resume point is cleared. */
+export async function completeWalk(q: Queryable, endpointId: string, status: string, maxSeen: Date | null): Promise<void> {
+  await q.query(
+    `INSERT INTO reconcile_watermarks (endpoint_id, delivery_status, watermark)
+     VALUES ($1, $2, $3)
+     ON CONFLICT (endpoint_id, delivery_status) DO UPDATE
+       SET watermark = GREATEST(reconcile_watermarks.watermark, EXCLUDED.watermark), resume_cursor = NULL, resume_max_seen = NULL, updated_at = now()`,
+    [endpointId, status, maxSeen],
+  );
+}
+
+export async function startRun(q: Queryable, dryRun: boolean): Promise<number> {
+  // A run that never finished (killed) is marked so, not left "running" forever.
+  await q.query(`UPDATE reconcile_runs SET outcome = 'interrupted', finished_at = now() WHERE outcome = 'running'`);
+  const res = await q.query<{ run_id: number }>('INSERT INTO reconcile_runs (dry_run) VALUES ($1) RETURNING run_id::int AS run_id', [dryRun]);
+  return Number(res.rows[0]!.run_id);
+}
+
+export async function finishRun(q: Queryable, runId: number, outcome: string, summary: unknown, error?: string): Promise<void> {
+  await q.query('UPDATE reconcile_runs SET finished_at = now(), outcome = $2, summary = $3::jsonb, error = $4 WHERE run_id = $1', [runId, outcome, JSON.stringify(summary), error ?? null]);
+}
+
+export async function lastSuccessfulRun(q: Queryable): Promise<Date | undefined> {
+  const res = await q.query<{ finished_at: Date }>(`SELECT finished_at FROM reconcile_runs WHERE outcome IN ('clean', 'gaps_open') AND NOT dry_run ORDER BY finished_at DESC LIMIT 1`);
+  return res.rows[0]?.finished_at;
+}
+
+/** Endpoints postroom has stored (created or rotated through it), not deleted. */
+export async function knownEndpointIds(q: Queryable): Promise<string[]> {
+  const res = await q.query<{ endpoint_id: string }>('SELECT endpoint_id FROM webhook_endpoints WHERE deleted_at IS NULL ORDER BY endpoint_id');
+  return res.rows.map((r) => r.endpoint_id);
+}
+
+export async function recordSentCorrespondence(q: Queryable, ids: readonly string[], source = 'client'): Promise<void> {
+  if (ids.length === 0) return;
+  await q.query('INSERT INTO sent_correspondence (correspondence_id, source) SELECT unnest($1::text[]), $2 ON CONFLICT DO NOTHING', [ids, source]);
+}
+
+export async function eventIdsInInbox(q: Queryable, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const res = await q.query<{ event_id: string }>('SELECT event_id FROM inbox WHERE event_id = ANY($1::text[])', [ids]);
+  return new Set(res.rows.map((r) => r.event_id));
+}

@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import type { Correspondence } from '../../src/client/types.js';
+import type { ProjectedCorrespondence } from '../../src/reconciler/projection-reads.js';
+import { diffCorrespondence, syntheticEventId } from '../../src/reconciler/synthetic.js';
+
+const now = new Date('2026-11-20T12:00:00Z');
+
+function service(overrides: Partial<Correspondence> = {}): Correspondence {
+  return {
+    correspondence_id: 'cor_1',
+    kind: 'letter',
+    subject: 's',
+    status: 'live',
+    created_at: '2026-11-20T10:00:00.000Z',
+    participants: [
+      { participant_id: 'par_1', ref: 'r1', state: 'delivered', last_act: 'read', last_act_at: '2026-11-20T11:00:00.000Z' },
+      { participant_id: 'par_2', ref: 'r2', state: 'held', last_act: null, last_act_at: null },
+    ],
+    send_summary: null,
+    ...overrides,
+  } as Correspondence;
+}
+
+function projected(overrides: Partial<ProjectedCorrespondence> = {}): ProjectedCorrespondence {
+  return {
+    correspondence_id: 'cor_1',
+    status: 'live',
+    participants: [
+      { participant_id: 'par_1', ref: 'r1', state: 'delivered', last_act: 'read', last_act_at: new Date('2026-11-20T11:00:00.000Z') },
+      { participant_id: 'par_2', ref: 'r2', state: 'held', last_act: null, last_act_at: null },
+    ],
+    send_summary: null,
+    ...overrides,
+  };
+}
+
+describe('diffCorrespondence', () => {
+  it('finds nothing when the projection equals the service', () => {
+    expect(diffCorrespondence(service(), projected(), now)).toEqual([]);
+  });
+
+  it('recreates a correspondence the projection never saw as a snapshot plus the acts', () => {
+    const events = diffCorrespondence(service(), undefined, now);
+    expect(events.map((e) => e.type)).toEqual(['correspondence.created', 'participant.acted']);
+    expect(events[0]!.data).toMatchObject({ correspondence_id: 'cor_1', status: 'live', participants: [{ participant_id: 'par_1', state: 'delivered' }, { participant_id: 'par_2', state: 'held' }] });
+    expect(events[1]!).toMatchObject({ at: '2026-11-20T11:00:00.000Z', data: { participant_id: 'par_1', act: 'read' } });
+  });
+
+  it('brings a participant forward with participant.acted and a held one with a snapshot', () => {
+    const p = projected({
+      participants: [
+        { participant_id: 'par_1', ref: 'r1', state: 'pending', last_act: null, last_act_at: null },
+        { participant_id: 'par_2', ref: 'r2', state: 'pending', last_act: null, last_act_at: null },
+      ],
+    });
+    const types = diffCorrespondence(service(), p, now).map((e) => e.type);
+    expect(types).toEqual(['correspondence.created', 'participant.acted']);
+  });
+
+  it('emits the final status and the send summary when the projection lacks them', () => {
+    const events = diffCorrespondence(service({ status: 'sealed', send_summary: { delivered: 1, held: 1, undeliverable: 0, total: 2 } }), projected(), now);
+    expect(events.map((e) => e.type)).toEqual(['correspondence.sealed', 'correspondence.send_completed']);
+    expect(events[1]!.data).toMatchObject({ delivered: 1, held: 1, undeliverable: 0, total: 2 });
+  });
+
+  it('never asks the projection to move backwards', () => {
+    const ahead = projected({ status: 'sealed', participants: [{ participant_id: 'par_1', ref: 'r1', state: 'delivered', last_act: 'signed', last_act_at: new Date('2026-11-20T11:30:00Z') }, { participant_id: 'par_2', ref: 'r2', state: 'delivered', last_act: 'delivered', last_act_at: new Date('2026-11-20T11:00:00Z') }] });
+    expect(diffCorrespondence(service(), ahead, now)).toEqual([]);
+  });
+
+  it('gives the same facts the same ids, so a second run writes nothing new', () => {
+    const a = diffCorrespondence(service({ status: 'withdrawn' }), undefined, now);
+    const b = diffCorrespondence(service({ status: 'withdrawn' }), undefined, new Date(now.getTime() + 60_000));
+    expect(a.map((e) => e.event_id)).toEqual(b.map((e) => e.event_id));
+    expect(new Set(a.map((e) => e.event_id)).size).toBe(a.length);
+    expect(syntheticEventId('cor_1', 'par_1', 'delivered')).not.toBe(syntheticEventId('cor_1', 'par_1', 'held'));
+  });
+});
