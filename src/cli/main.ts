@@ -4,6 +4,7 @@ import { describeError, isPostroomError } from '../errors.js';
 import { createCliContext, type CliContext } from './context.js';
 import type { Io } from './output.js';
 import { registerInboxCommands } from './commands/inbox.js';
+import { registerReconcileCommands } from './commands/reconcile.js';
 import { registerMigrateCommand } from './commands/migrate.js';
 import { registerSendSampleCommand } from './commands/send-sample.js';
 import { registerServeCommand } from './commands/serve.js';
@@ -13,6 +14,7 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerServeCommand,
   registerMigrateCommand,
   registerInboxCommands,
+  registerReconcileCommands,
   registerSendSampleCommand,
 ];
 
