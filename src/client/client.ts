@@ -1,0 +1,131 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Dispatcher } from 'undici';
+import { systemClock, type Clock } from '../clock.js';
+import { ConfigError } from '../errors.js';
+import { silentLogger, type Logger } from '../logging/logger.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { VERSION } from '../version.js';
+import { createApiDispatcher, type ClientTls } from './dispatcher.js';
+import { DEFAULT_TIMEOUTS, createTransport, resolveBase, type Sleep, type Timeouts } from './http.js';
+import { planeFromKey } from './plane.js';
+import type { BackoffPolicy } from './retry.js';
+import { apiKeysResource } from './resources/api-keys.js';
+import type { ResourceContext } from './resources/context.js';
+import { correspondenceResource } from './resources/correspondence.js';
+import { documentsResource } from './resources/documents.js';
+import { meResource } from './resources/me.js';
+import { plansResource } from './resources/plans.js';
+import { webhookDeliveriesResource } from './resources/webhook-deliveries.js';
+import { webhookEndpointsResource } from './resources/webhook-endpoints.js';
+import type { Plane } from './types.js';
+
+export interface ApiClientOptions {
+  /** The service's base address; /sender/v2 is appended (and not doubled when already there). */
+  baseUrl: string;
+  /** svc_sandbox_… or svc_live_…; the prefix selects the plane. */
+  apiKey: string;
+  /** Bring your own (a MockAgent in tests, a proxy agent); otherwise one is built from `timeouts` and `tls`. */
+  dispatcher?: Dispatcher;
+  metrics?: Metrics;
+  logger?: Logger;
+  clock?: Clock;
+  /** Waits between attempts; injected so tests run retries instantly. */
+  sleep?: Sleep;
+  /** [0, 1) for backoff jitter. */
+  random?: () => number;
+  /** Makes Idempotency-Keys; randomUUID by default. */
+  idempotencyKey?: () => string;
+  /** Template for correspondence.get, relative to /sender/v2; must contain {id}. Default /correspondence/{id}. */
+  correspondencePath?: string;
+  /** Attempts per call, the first included (default 5). */
+  maxAttempts?: number;
+  /** Budget for one call including every retry and wait (default 60 s). */
+  deadlineMs?: number;
+  timeouts?: Partial<Timeouts>;
+  /** Client certificate for tier-1 senders; only for the dispatcher the client builds itself. */
+  tls?: ClientTls;
+  backoff?: BackoffPolicy;
+}
+
+export type ApiClient = ReturnType<typeof buildClient>;
+
+export const DEFAULT_MAX_ATTEMPTS = 5;
+export const DEFAULT_DEADLINE_MS = 60_000;
+export const DEFAULT_CORRESPONDENCE_PATH = '/correspondence/{id}';
+
+export function createApiClient(options: ApiClientOptions): ApiClient {
+  return buildClient(options);
+}
+
+function buildClient(options: ApiClientOptions) {
+  const apiKey = options.apiKey;
+  if (typeof apiKey !== 'string' || apiKey === '') throw new ConfigError('POSTROOM_API_KEY', 'no API key given; set POSTROOM_API_KEY or POSTROOM_API_KEY_FILE');
+  // A newline or space would let the value spill into other headers.
+  if (/\s/.test(apiKey)) throw new ConfigError('POSTROOM_API_KEY', 'the API key contains whitespace; check the variable or file for a stray space or line break');
+  const plane: Plane = planeFromKey(apiKey);
+
+  let base: { origin: string; prefix: string };
+  try {
+    base = resolveBase(options.baseUrl);
+  } catch {
+    throw new ConfigError('POSTROOM_API_BASE_URL', 'expected an absolute http(s) URL such as https://api.example.com');
+  }
+  if (!/^https?:$/.test(new URL(base.origin).protocol)) throw new ConfigError('POSTROOM_API_BASE_URL', 'expected a URL starting with https: (or http: for a local sandbox)');
+
+  const correspondencePath = options.correspondencePath ?? DEFAULT_CORRESPONDENCE_PATH;
+  if (!correspondencePath.startsWith('/') || !correspondencePath.includes('{id}')) {
+    throw new ConfigError('POSTROOM_CORRESPONDENCE_PATH', `expected a path relative to /sender/v2 that starts with / and contains {id}, e.g. ${DEFAULT_CORRESPONDENCE_PATH}`);
+  }
+  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new ConfigError('POSTROOM_API_MAX_ATTEMPTS', 'expected a whole number of at least 1');
+  const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
+  if (!(deadlineMs > 0)) throw new ConfigError('POSTROOM_API_DEADLINE_MS', 'expected a positive number of milliseconds');
+  const timeouts: Timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
+
+  if (options.dispatcher && options.tls) {
+    throw new ConfigError('tls', 'a client certificate is set on the dispatcher the client builds; with your own dispatcher, put it in that dispatcher\'s connect options instead');
+  }
+  const ownsDispatcher = options.dispatcher === undefined;
+  const dispatcher = options.dispatcher ?? createApiDispatcher({ timeouts, tls: options.tls });
+  const logger = (options.logger ?? silentLogger()).child({ component: 'api-client', plane });
+
+  const transport = createTransport({
+    baseUrl: options.baseUrl,
+    apiKey,
+    dispatcher,
+    timeouts,
+    maxAttempts,
+    deadlineMs,
+    clock: options.clock ?? systemClock,
+    sleep: options.sleep ?? ((ms, signal) => delay(ms, undefined, signal ? { signal } : undefined)),
+    random: options.random ?? Math.random,
+    logger,
+    metrics: options.metrics,
+    userAgent: `postroom/${VERSION}`,
+    ...(options.backoff ? { backoff: options.backoff } : {}),
+  });
+  const ctx: ResourceContext = { transport, newIdempotencyKey: options.idempotencyKey ?? randomUUID, correspondencePath };
+
+  return {
+    /** Which plane the key acts on; the CLI shows it and asks before live writes. */
+    plane,
+    /** Origin and path prefix requests go to (no credentials in it). */
+    baseUrl: `${base.origin}${base.prefix}`,
+    me: meResource(ctx),
+    documents: documentsResource(ctx),
+    correspondence: correspondenceResource(ctx),
+    plans: plansResource(ctx),
+    apiKeys: apiKeysResource(ctx),
+    webhookEndpoints: webhookEndpointsResource(ctx),
+    webhookDeliveries: webhookDeliveriesResource(ctx),
+    /** Closes the connection pool the client built (a dispatcher passed in is left to its owner). */
+    async close(): Promise<void> {
+      if (ownsDispatcher) await dispatcher.close();
+    },
+    /** What JSON.stringify and loggers see: never the key. */
+    toJSON() {
+      return { plane, baseUrl: `${base.origin}${base.prefix}` };
+    },
+  };
+}

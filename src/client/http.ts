@@ -1,0 +1,300 @@
+import type { Dispatcher } from 'undici';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logging/logger.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { ApiError, codeForStatus, type ApiErrorCode } from './errors.js';
+import { DEFAULT_BACKOFF, RETRYABLE_STATUSES, backoffDelay, parseRetryAfter, type BackoffPolicy } from './retry.js';
+import { scopeFor, type OperationName } from './scopes.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+export interface Timeouts {
+  connectMs: number;
+  headersMs: number;
+  bodyMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5000, headersMs: 15_000, bodyMs: 30_000 };
+
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+export interface TransportOptions {
+  /** Origin plus any path prefix, without the /sender/v2 suffix. */
+  baseUrl: string;
+  apiKey: string;
+  dispatcher: Dispatcher;
+  timeouts: Timeouts;
+  maxAttempts: number;
+  deadlineMs: number;
+  clock: Clock;
+  sleep: Sleep;
+  random: () => number;
+  logger: Logger;
+  metrics?: Metrics | undefined;
+  backoff?: BackoffPolicy;
+  userAgent: string;
+}
+
+export interface ApiRequest {
+  operation: OperationName;
+  method: HttpMethod;
+  /** Relative to /sender/v2, ids already encoded. */
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+  /** Sent as Idempotency-Key; a POST is retried only when it has one. */
+  idempotencyKey?: string | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+export interface ApiResponse {
+  status: number;
+  /** Parsed JSON; undefined for an empty body. */
+  body: unknown;
+  attempts: number;
+}
+
+export interface Transport {
+  send(request: ApiRequest): Promise<ApiResponse>;
+  readonly origin: string;
+}
+
+export const API_PREFIX = '/sender/v2';
+
+/**
+ * Error codes of transport failures worth another attempt: the request may not
+ * have reached the service, or its answer was lost on the way back. ENOTFOUND
+ * is left out on purpose: a wrong host name does not fix itself in a second.
+ */
+const TRANSIENT_ERROR_CODES = new Set([
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'EAI_AGAIN',
+]);
+const TIMEOUT_ERROR_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+const MAX_ERROR_TEXT = 2000;
+
+/** Splits the configured base into origin and path prefix, tolerating a base that already ends in /sender/v2. */
+export function resolveBase(baseUrl: string): { origin: string; prefix: string } {
+  const url = new URL(baseUrl);
+  let prefix = url.pathname.replace(/\/+$/, '');
+  if (prefix.endsWith(API_PREFIX)) prefix = prefix.slice(0, -API_PREFIX.length);
+  return { origin: url.origin, prefix: `${prefix}${API_PREFIX}` };
+}
+
+function queryString(query: ApiRequest['query']): string {
+  if (!query) return '';
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
+  const s = params.toString();
+  return s ? `?${s}` : '';
+}
+
+function statusClass(status: number): string {
+  return `${Math.floor(status / 100)}xx`;
+}
+
+type AttemptOutcome =
+  | { kind: 'response'; status: number; headers: Record<string, string | string[] | undefined>; text: string }
+  | { kind: 'failure'; code: ApiErrorCode; retryable: boolean; cause: unknown; detail: string };
+
+/**
+ * One request with the retry policy around it: exponential backoff with full
+ * jitter on transient failures, Retry-After honoured, all inside one overall
+ * deadline. The API key is scrubbed from everything that leaves this function.
+ */
+export function createTransport(options: TransportOptions): Transport {
+  const { origin, prefix } = resolveBase(options.baseUrl);
+  const { logger, metrics, clock } = options;
+  const backoff = options.backoff ?? DEFAULT_BACKOFF;
+  const authorization = `Bearer ${options.apiKey}`;
+
+  const scrub = (text: string): string => (options.apiKey ? text.split(options.apiKey).join('[redacted]') : text);
+
+  function serviceBody(text: string): unknown {
+    if (text === '') return undefined;
+    const clean = scrub(text);
+    try {
+      return JSON.parse(clean) as unknown;
+    } catch {
+      return clean.length > MAX_ERROR_TEXT ? `${clean.slice(0, MAX_ERROR_TEXT)}…` : clean;
+    }
+  }
+
+  async function attempt(request: ApiRequest, path: string, signal: AbortSignal): Promise<AttemptOutcome> {
+    const headers: Record<string, string> = {
+      authorization,
+      accept: 'application/json',
+      'user-agent': options.userAgent,
+    };
+    let body: string | undefined;
+    if (request.body !== undefined) {
+      body = JSON.stringify(request.body);
+      headers['content-type'] = 'application/json';
+    }
+    if (request.idempotencyKey !== undefined) headers['idempotency-key'] = request.idempotencyKey;
+    try {
+      const res = await options.dispatcher.request({
+        origin,
+        path,
+        method: request.method,
+        headers,
+        body: body ?? null,
+        signal,
+        headersTimeout: options.timeouts.headersMs,
+        bodyTimeout: options.timeouts.bodyMs,
+        // Our own loop decides about retries; undici must not replay a POST on its own.
+        idempotent: false,
+      });
+      const text = await res.body.text();
+      return { kind: 'response', status: res.statusCode, headers: res.headers, text };
+    } catch (err) {
+      return classifyFailure(err, signal, request.signal);
+    }
+  }
+
+  function classifyFailure(raw: unknown, attemptSignal: AbortSignal, callerSignal: AbortSignal | undefined): AttemptOutcome {
+    const code = (raw as { code?: unknown } | null)?.code;
+    const message = scrub(raw instanceof Error ? raw.message : String(raw));
+    // The original error is not kept: a proxy or TLS layer may put request details into it, and the cause chain is logged.
+    const err = Object.assign(new Error(message), { name: raw instanceof Error ? raw.name : 'Error', ...(typeof code === 'string' ? { code } : {}) });
+    if (callerSignal?.aborted) return { kind: 'failure', code: 'aborted', retryable: false, cause: err, detail: 'aborted by the caller' };
+    if (attemptSignal.aborted) return { kind: 'failure', code: 'timeout', retryable: false, cause: err, detail: 'the overall deadline passed' };
+    if (typeof code === 'string' && TIMEOUT_ERROR_CODES.has(code)) return { kind: 'failure', code: 'timeout', retryable: true, cause: err, detail: `${code}: ${message}` };
+    const transient = typeof code === 'string' && TRANSIENT_ERROR_CODES.has(code);
+    return { kind: 'failure', code: 'network_error', retryable: transient, cause: err, detail: typeof code === 'string' ? `${code}: ${message}` : message };
+  }
+
+  function errorFor(request: ApiRequest, outcome: AttemptOutcome, attempts: number, suffix: string): ApiError {
+    const scope = scopeFor(request.operation);
+    const where = `${request.method} ${API_PREFIX}${request.path}`;
+    if (outcome.kind === 'failure') {
+      return new ApiError({
+        code: outcome.code,
+        message: `${request.operation}: ${where} to ${origin} failed: ${outcome.detail}${suffix}`,
+        operation: request.operation,
+        attempts,
+        requiredScope: scope,
+        cause: outcome.cause,
+      });
+    }
+    const body = serviceBody(outcome.text);
+    const code = codeForStatus(outcome.status);
+    const said = serviceMessage(body);
+    let message = `${request.operation}: ${where} answered ${outcome.status} (${code})`;
+    if (code === 'insufficient_scope') {
+      message += scope ? `: the API key lacks the scope ${scope} that this operation needs` : ': the API key is not allowed to do this';
+    } else if (code === 'unauthorized') {
+      message += ': the service refused the API key; check POSTROOM_API_KEY (or POSTROOM_API_KEY_FILE) and that the key is not revoked';
+    }
+    if (said) message += `; the service said: ${said}`;
+    const retryAfterMs = parseRetryAfter(outcome.headers['retry-after'], clock.now());
+    return new ApiError({
+      code,
+      message: `${message}${suffix}`,
+      operation: request.operation,
+      status: outcome.status,
+      body,
+      attempts,
+      requiredScope: scope,
+      retryAfterMs,
+    });
+  }
+
+  return {
+    origin,
+    async send(request) {
+      const path = `${prefix}${request.path}${queryString(request.query)}`;
+      // A POST without an Idempotency-Key might have been applied when its answer was lost; replaying it could send twice.
+      const mayRetry = request.method !== 'POST' || request.idempotencyKey !== undefined;
+      const startedAt = clock.now();
+      const deadline = startedAt + options.deadlineMs;
+
+      for (let attemptNo = 1; ; attemptNo++) {
+        const remaining = deadline - clock.now();
+        const deadlineCtl = new AbortController();
+        const timer = setTimeout(() => deadlineCtl.abort(), Math.max(1, remaining));
+        const signal = request.signal ? AbortSignal.any([request.signal, deadlineCtl.signal]) : deadlineCtl.signal;
+        const t0 = process.hrtime.bigint();
+        let outcome: AttemptOutcome;
+        try {
+          outcome = await attempt(request, path, signal);
+        } finally {
+          clearTimeout(timer);
+        }
+        const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+        metrics?.apiRequests.inc({ operation: request.operation, status_class: outcome.kind === 'response' ? statusClass(outcome.status) : 'network' });
+        metrics?.apiDuration.observe({ operation: request.operation }, seconds);
+
+        if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) {
+          logger.debug({ operation: request.operation, method: request.method, status: outcome.status, attempt: attemptNo }, 'service API call succeeded');
+          let body: unknown;
+          try {
+            body = outcome.text === '' ? undefined : (JSON.parse(outcome.text) as unknown);
+          } catch (err) {
+            // Never quote the body: a create or rotate answer carries a secret.
+            throw new ApiError({
+              code: 'invalid_response',
+              message: `${request.operation}: the service answered ${outcome.status} with a body that is not JSON`,
+              operation: request.operation,
+              status: outcome.status,
+              attempts: attemptNo,
+              requiredScope: scopeFor(request.operation),
+              cause: err,
+            });
+          }
+          return { status: outcome.status, body, attempts: attemptNo };
+        }
+
+        const retryable = outcome.kind === 'failure' ? outcome.retryable : RETRYABLE_STATUSES.has(outcome.status);
+        if (!retryable || !mayRetry || attemptNo >= options.maxAttempts) {
+          const suffix = !retryable
+            ? ''
+            : !mayRetry
+              ? ' (not retried: a POST without an Idempotency-Key might be applied twice)'
+              : ` (gave up after ${attemptNo} attempts)`;
+          throw errorFor(request, outcome, attemptNo, suffix);
+        }
+        const retryAfter = outcome.kind === 'response' ? parseRetryAfter(outcome.headers['retry-after'], clock.now()) : undefined;
+        const delay = retryAfter ?? backoffDelay(attemptNo, options.random, backoff);
+        if (clock.now() + delay >= deadline) {
+          throw errorFor(request, outcome, attemptNo, ` (gave up after ${attemptNo} attempts: waiting ${delay} ms more would pass the ${options.deadlineMs} ms deadline)`);
+        }
+        logger.warn(
+          {
+            operation: request.operation,
+            method: request.method,
+            attempt: attemptNo,
+            delay_ms: delay,
+            reason: outcome.kind === 'response' ? `status ${outcome.status}` : outcome.code,
+            retry_after: retryAfter !== undefined,
+          },
+          'service API call failed; retrying',
+        );
+        try {
+          await options.sleep(delay, request.signal);
+        } catch (err) {
+          throw new ApiError({ code: 'aborted', message: `${request.operation}: aborted by the caller while waiting to retry`, operation: request.operation, attempts: attemptNo, cause: err });
+        }
+      }
+    },
+  };
+}
+
+function serviceMessage(body: unknown): string | undefined {
+  if (typeof body === 'string') return body.slice(0, 300);
+  if (!body || typeof body !== 'object') return undefined;
+  const b = body as { error?: unknown; message?: unknown };
+  const inner = b.error && typeof b.error === 'object' ? (b.error as { message?: unknown; code?: unknown }) : undefined;
+  const msg = inner?.message ?? b.message ?? (typeof b.error === 'string' ? b.error : undefined);
+  return typeof msg === 'string' ? msg.slice(0, 300) : undefined;
+}

@@ -1,0 +1,32 @@
+import type { CallOptions, Correspondence, CreateCorrespondenceInput, CreatedCorrespondence, IdempotentCallOptions } from '../types.js';
+import { expectArray, expectObject, expectString } from '../validate.js';
+import { segment, type ResourceContext } from './context.js';
+
+export function correspondenceResource(ctx: ResourceContext) {
+  return {
+    /** POST /correspondence with an Idempotency-Key, so a lost answer can be retried without sending twice. */
+    async create(input: CreateCorrespondenceInput, options: IdempotentCallOptions = {}): Promise<CreatedCorrespondence> {
+      const res = await ctx.transport.send({
+        operation: 'correspondence.create',
+        method: 'POST',
+        path: '/correspondence',
+        body: input,
+        idempotencyKey: options.idempotencyKey ?? ctx.newIdempotencyKey(),
+        signal: options.signal,
+      });
+      const body = expectObject('correspondence.create', res.status, res.body);
+      expectString('correspondence.create', res.status, body, 'correspondence_id');
+      return { ...body, participants: Array.isArray(body.participants) ? body.participants : [], queued: res.status === 202 } as CreatedCorrespondence;
+    },
+
+    /** GET {correspondencePath}: the spec names only the scope, so the path is configurable (POSTROOM_CORRESPONDENCE_PATH). */
+    async get(correspondenceId: string, options: CallOptions = {}): Promise<Correspondence> {
+      const path = ctx.correspondencePath.replace('{id}', segment('correspondenceId', correspondenceId));
+      const res = await ctx.transport.send({ operation: 'correspondence.get', method: 'GET', path, signal: options.signal });
+      const body = expectObject('correspondence.get', res.status, res.body);
+      expectString('correspondence.get', res.status, body, 'correspondence_id');
+      expectArray('correspondence.get', res.status, body, ['participants']);
+      return { ...body, send_summary: body.send_summary ?? null } as Correspondence;
+    },
+  };
+}
