@@ -1,0 +1,75 @@
+/** Names the spec fixes: scopes, event types, delivery statuses, and the act values docs/events.md lists. */
+
+export const SCOPES = [
+  'org.read',
+  'members.read',
+  'directory.read',
+  'storage.read',
+  'documents.read',
+  'documents.write',
+  'plans.read',
+  'plans.write',
+  'correspondence.read',
+  'correspondence.write',
+  'recipients.check',
+  'responses.read',
+  'responses.sensitive',
+  'responses.erase',
+  'claims.read',
+  'claims.write',
+  'metrics.read',
+  'wallet.read',
+  'invoices.read',
+  'webhooks.read',
+  'webhooks.write',
+  'audit.read',
+  'apikeys.read',
+  'apikeys.write',
+] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export function isScope(value: string): value is Scope {
+  return (SCOPES as readonly string[]).includes(value);
+}
+
+/** Types an endpoint may subscribe to. webhook.test is deliberately absent: it cannot be subscribed. */
+export const SUBSCRIBABLE_EVENT_TYPES = [
+  'correspondence.created',
+  'correspondence.send_completed',
+  'participant.acted',
+  'document.attached',
+  'form.response_received',
+  'correspondence.sealed',
+  'correspondence.withdrawn',
+  'claim.claimed',
+  'claim.expired',
+  'wallet.debited',
+  'campaign.status_changed',
+] as const;
+export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
+
+export const EVENT_TYPES = [...SUBSCRIBABLE_EVENT_TYPES, 'webhook.test'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export function isEventType(value: string): value is EventType {
+  return (EVENT_TYPES as readonly string[]).includes(value);
+}
+
+export function isSubscribable(value: string): value is SubscribableEventType {
+  return (SUBSCRIBABLE_EVENT_TYPES as readonly string[]).includes(value);
+}
+
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** Acts a participant can perform through the control routes (`delivered` comes from delivery itself). */
+export const PARTICIPANT_ACTS = ['read', 'approved', 'signed', 'consent_given', 'consent_declined', 'submitted'] as const;
+export type ParticipantAct = (typeof PARTICIPANT_ACTS)[number];
+
+export type ParticipantState = 'pending' | 'held' | 'delivered' | 'undeliverable';
+export type CorrespondenceStatus = 'live' | 'sealed' | 'withdrawn';
+
+export const PLANES = ['sandbox', 'live'] as const;
+export type Plane = (typeof PLANES)[number];
+
+export const KEY_PREFIXES: Readonly<Record<Plane, string>> = { sandbox: 'svc_sandbox_', live: 'svc_live_' };

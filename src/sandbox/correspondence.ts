@@ -1,0 +1,261 @@
+import type { Clock } from '../clock.js';
+import type { Activity, Timers } from './activity.js';
+import { identityKey, outcomeFor, type Addressing, type RecipientInput } from './addressing.js';
+import type { ParticipantAct, Plane } from './catalogue.js';
+import { apiErrors } from './errors.js';
+import type { EventLog } from './events.js';
+import type { IdFactory } from './ids.js';
+import type { Claim, Correspondence, Participant, SandboxEvent, SandboxState, SendSummary } from './state.js';
+import type { Wallet } from './wallet.js';
+
+export interface CreateCorrespondenceInput {
+  kind: string;
+  subject: string;
+  content_type: string;
+  document_ids: string[];
+  recipients: RecipientInput[];
+}
+
+export interface CreateOptions {
+  plane: Plane;
+  /** 202: every participant pending until the send drains. */
+  queued: boolean;
+  planId?: string;
+}
+
+export interface CorrespondenceService {
+  create(input: CreateCorrespondenceInput, options: CreateOptions): Correspondence;
+  get(correspondenceId: string): Correspondence;
+  act(participantId: string, act: ParticipantAct): SandboxEvent[];
+  /** A recipient verified: each of its held items delivers and fires participant.acted. */
+  verify(target: { addressing: Addressing } | { participantId: string }): Participant[];
+  seal(correspondenceId: string): SandboxEvent;
+  withdraw(correspondenceId: string): SandboxEvent;
+  attach(correspondenceId: string, documentId: string): SandboxEvent;
+  claim(claimId: string): SandboxEvent[];
+  expireClaim(claimId: string): SandboxEvent;
+}
+
+export interface CorrespondenceDeps {
+  state: SandboxState;
+  events: EventLog;
+  clock: Clock;
+  ids: IdFactory;
+  timers: Timers;
+  activity: Activity;
+  wallet: Wallet;
+  /** How long a queued (202) send takes to drain. */
+  queueDelayMs: number;
+}
+
+export function createCorrespondenceService(deps: CorrespondenceDeps): CorrespondenceService {
+  const { state, events } = deps;
+  /** identity → participants addressed to it, for verification across files. */
+  const byIdentity = new Map<string, Participant[]>();
+
+  const get = (id: string): Correspondence => {
+    const c = state.correspondences.get(id);
+    if (!c) throw apiErrors.notFound('correspondence', id);
+    return c;
+  };
+  const participant = (id: string): Participant => {
+    const p = state.participants.get(id);
+    if (!p) throw apiErrors.notFound('participant', id);
+    return p;
+  };
+  const requireLive = (c: Correspondence, doing: string): void => {
+    if (c.status !== 'live') throw apiErrors.invalidState(`Cannot ${doing}: correspondence ${c.correspondenceId} is ${c.status}.`);
+  };
+
+  const acted = (p: Participant, act: string): SandboxEvent => {
+    const event = events.emit('participant.acted', { correspondence_id: p.correspondenceId, participant_id: p.participantId, act, ref: p.ref }, { correspondenceId: p.correspondenceId });
+    p.lastAct = act;
+    p.lastActAt = event.at;
+    return event;
+  };
+  const deliver = (p: Participant): SandboxEvent => {
+    p.state = 'delivered';
+    return acted(p, 'delivered');
+  };
+
+  const summarise = (c: Correspondence): SendSummary => {
+    const s: SendSummary = { delivered: 0, held: 0, undeliverable: 0, total: c.participants.length };
+    for (const p of c.participants) if (p.state !== 'pending') s[p.state]++;
+    return s;
+  };
+
+  const drain = (c: Correspondence): void => {
+    if (!c.queued) return;
+    c.queued = false;
+    // A file withdrawn while queued never sends: its participants stay pending.
+    if (c.status === 'withdrawn') return;
+    for (const p of c.participants) p.state = p.outcome;
+    for (const p of c.participants) if (p.state === 'delivered') acted(p, 'delivered');
+    c.sendSummary = summarise(c);
+    events.emit('correspondence.send_completed', { correspondence_id: c.correspondenceId, ...c.sendSummary }, { correspondenceId: c.correspondenceId });
+  };
+
+  return {
+    get,
+    create(input, options) {
+      const missing = input.document_ids.find((d) => !state.documents.has(d));
+      if (missing !== undefined) throw apiErrors.unprocessable('unknown_document', `document_ids: no uploaded document ${JSON.stringify(missing.slice(0, 100))}.`, { field: 'document_ids', document_id: missing });
+      const cost = options.plane === 'live' ? deps.wallet.pricePerRecipient * input.recipients.length : 0;
+      if (cost > 0) deps.wallet.ensure(cost);
+
+      const correspondenceId = deps.ids.next('cor');
+      const c: Correspondence = {
+        correspondenceId,
+        kind: input.kind,
+        subject: input.subject,
+        contentType: input.content_type,
+        documentIds: [...input.document_ids],
+        status: 'live',
+        createdAt: deps.clock.now(),
+        participants: [],
+        sendSummary: null,
+        plane: options.plane,
+        queued: options.queued,
+        covenantId: undefined,
+        planId: options.planId,
+      };
+      for (const r of input.recipients) {
+        const outcome = outcomeFor(r.addressing);
+        const p: Participant = {
+          participantId: deps.ids.next('par'),
+          correspondenceId,
+          ref: r.ref,
+          displayName: r.display_name,
+          addressing: r.addressing,
+          state: options.queued ? 'pending' : outcome,
+          outcome,
+          lastAct: null,
+          lastActAt: null,
+          claimId: undefined,
+        };
+        if (r.addressing.type === 'claim_code') {
+          const claim: Claim = { claimId: deps.ids.next('clm'), correspondenceId, participantId: p.participantId, status: 'open' };
+          p.claimId = claim.claimId;
+          state.claims.set(claim.claimId, claim);
+        }
+        c.participants.push(p);
+        state.participants.set(p.participantId, p);
+        const key = identityKey(r.addressing);
+        const list = byIdentity.get(key);
+        if (list) list.push(p);
+        else byIdentity.set(key, [p]);
+      }
+      if (!options.queued) c.sendSummary = summarise(c);
+      state.correspondences.set(correspondenceId, c);
+
+      events.emit(
+        'correspondence.created',
+        {
+          correspondence_id: correspondenceId,
+          kind: c.kind,
+          subject: c.subject,
+          status: c.status,
+          participants: c.participants.map((p) => ({ participant_id: p.participantId, ref: p.ref, state: p.state })),
+        },
+        { correspondenceId },
+      );
+      if (!options.queued) for (const p of c.participants) if (p.state === 'delivered') acted(p, 'delivered');
+      if (cost > 0) deps.wallet.debit(cost, correspondenceId);
+      if (options.queued) {
+        deps.activity.begin();
+        deps.timers.set(() => {
+          try {
+            drain(c);
+          } finally {
+            deps.activity.end();
+          }
+        }, deps.queueDelayMs);
+      }
+      return c;
+    },
+
+    act(participantId, act) {
+      const p = participant(participantId);
+      const c = get(p.correspondenceId);
+      requireLive(c, `act on participant ${participantId}`);
+      if (p.state !== 'delivered') throw apiErrors.invalidState(`Participant ${participantId} is ${p.state}; only a delivered participant can act.`);
+      const out = [acted(p, act)];
+      if (act === 'submitted') {
+        out.push(
+          events.emit(
+            'form.response_received',
+            { correspondence_id: c.correspondenceId, participant_id: p.participantId, response_id: deps.ids.next('rsp') },
+            { correspondenceId: c.correspondenceId },
+          ),
+        );
+      }
+      return out;
+    },
+
+    verify(target) {
+      if ('participantId' in target) {
+        const p = participant(target.participantId);
+        if (p.state !== 'held') throw apiErrors.invalidState(`Participant ${p.participantId} is ${p.state}, not held.`);
+        if (p.claimId !== undefined) throw apiErrors.invalidState(`Participant ${p.participantId} was addressed by claim code; it delivers when claim ${p.claimId} is claimed.`);
+        requireLive(get(p.correspondenceId), `deliver participant ${p.participantId}`);
+        deliver(p);
+        return [p];
+      }
+      const released: Participant[] = [];
+      for (const p of byIdentity.get(identityKey(target.addressing)) ?? []) {
+        if (p.state !== 'held' || p.claimId !== undefined) continue;
+        if (state.correspondences.get(p.correspondenceId)?.status !== 'live') continue;
+        deliver(p);
+        released.push(p);
+      }
+      return released;
+    },
+
+    seal(id) {
+      const c = get(id);
+      requireLive(c, 'seal');
+      if (c.queued) throw apiErrors.invalidState(`Cannot seal: the queued send of ${id} has not completed.`);
+      c.status = 'sealed';
+      c.covenantId = deps.ids.next('cov');
+      return events.emit('correspondence.sealed', { correspondence_id: id, covenant_id: c.covenantId }, { correspondenceId: id });
+    },
+
+    withdraw(id) {
+      const c = get(id);
+      requireLive(c, 'withdraw');
+      c.status = 'withdrawn';
+      return events.emit('correspondence.withdrawn', { correspondence_id: id }, { correspondenceId: id });
+    },
+
+    attach(id, documentId) {
+      const c = get(id);
+      requireLive(c, 'attach a document');
+      if (!state.documents.has(documentId)) throw apiErrors.notFound('document', documentId);
+      c.documentIds.push(documentId);
+      return events.emit('document.attached', { correspondence_id: id, document_id: documentId }, { correspondenceId: id });
+    },
+
+    claim(claimId) {
+      const claim = state.claims.get(claimId);
+      if (!claim) throw apiErrors.notFound('claim', claimId);
+      if (claim.status !== 'open') throw apiErrors.invalidState(`Claim ${claimId} is already ${claim.status}.`);
+      const p = participant(claim.participantId);
+      requireLive(get(claim.correspondenceId), `claim ${claimId}`);
+      if (p.state !== 'held') throw apiErrors.invalidState(`Participant ${p.participantId} is ${p.state}; a claim is redeemed once the send has completed.`);
+      claim.status = 'claimed';
+      const claimed = events.emit('claim.claimed', { claim_id: claimId, correspondence_id: claim.correspondenceId, participant_id: p.participantId }, { correspondenceId: claim.correspondenceId });
+      return [claimed, deliver(p)];
+    },
+
+    expireClaim(claimId) {
+      const claim = state.claims.get(claimId);
+      if (!claim) throw apiErrors.notFound('claim', claimId);
+      if (claim.status !== 'open') throw apiErrors.invalidState(`Claim ${claimId} is already ${claim.status}.`);
+      const p = participant(claim.participantId);
+      if (p.state !== 'held') throw apiErrors.invalidState(`Participant ${p.participantId} is ${p.state}; a claim lapses once the send has completed.`);
+      claim.status = 'expired';
+      p.state = 'undeliverable';
+      return events.emit('claim.expired', { claim_id: claimId, correspondence_id: claim.correspondenceId, participant_id: p.participantId }, { correspondenceId: claim.correspondenceId });
+    },
+  };
+}

@@ -1,0 +1,119 @@
+import type { Clock } from '../clock.js';
+import { SUBSCRIBABLE_EVENT_TYPES, isSubscribable } from './catalogue.js';
+import { SandboxApiError, apiErrors } from './errors.js';
+import { randomToken, type IdFactory } from './ids.js';
+import type { Endpoint, EndpointView, SandboxState } from './state.js';
+import { endpointView } from './state.js';
+import { checkWebhookUrl, type LookupAll } from './url-policy.js';
+
+export interface EndpointInput {
+  url?: unknown;
+  events?: unknown;
+  active?: unknown;
+}
+
+export interface EndpointService {
+  /** The only place besides rotateSecret where the secret leaves the sandbox. */
+  create(input: EndpointInput): Promise<EndpointView & { secret: string }>;
+  list(query: { limit: number; cursor?: string | undefined }): { endpoints: EndpointView[]; next_cursor: string | null };
+  get(endpointId: string): Endpoint;
+  update(endpointId: string, input: EndpointInput): Promise<EndpointView>;
+  remove(endpointId: string): void;
+  rotateSecret(endpointId: string): EndpointView & { secret: string };
+  /** Active endpoints that receive this type. */
+  subscribers(type: string): Endpoint[];
+}
+
+export function generateSecret(): string {
+  return `whsec_${randomToken(24)}`;
+}
+
+export function createEndpointService(deps: { state: SandboxState; clock: Clock; ids: IdFactory; allowPrivateTargets: boolean; lookup?: LookupAll | undefined }): EndpointService {
+  const { state } = deps;
+
+  const get = (id: string): Endpoint => {
+    const e = state.endpoints.get(id);
+    if (!e) throw apiErrors.notFound('webhook endpoint', id);
+    return e;
+  };
+
+  const checkUrl = async (raw: unknown): Promise<string> => {
+    const result = await checkWebhookUrl(raw, { allowPrivateTargets: deps.allowPrivateTargets, ...(deps.lookup ? { lookup: deps.lookup } : {}) });
+    if (!result.ok) throw new SandboxApiError(422, 'invalid_webhook_url', `url: ${result.message}.`, { field: 'url', reason: result.reason });
+    return result.url;
+  };
+
+  const checkEvents = (raw: unknown): string[] => {
+    if (!Array.isArray(raw)) throw apiErrors.invalid('events', 'expected an array of event type names');
+    const out: string[] = [];
+    for (const [i, t] of raw.entries()) {
+      if (typeof t !== 'string') throw apiErrors.invalid(`events[${i}]`, 'expected an event type name (a string)');
+      if (t === 'webhook.test') throw apiErrors.invalid(`events[${i}]`, 'webhook.test cannot be subscribed to; every endpoint receives it from the test operation');
+      if (!isSubscribable(t)) throw apiErrors.invalid(`events[${i}]`, `unknown event type "${t.slice(0, 60)}"; accepted: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}`);
+      if (!out.includes(t)) out.push(t);
+    }
+    return out;
+  };
+
+  const checkActive = (raw: unknown): boolean => {
+    if (typeof raw !== 'boolean') throw apiErrors.invalid('active', 'expected true or false');
+    return raw;
+  };
+
+  return {
+    async create(input) {
+      const url = await checkUrl(input.url);
+      // The spec: an endpoint created without `events` subscribes to nothing.
+      const events = input.events === undefined ? [] : checkEvents(input.events);
+      const active = input.active === undefined ? true : checkActive(input.active);
+      const e: Endpoint = { endpointId: deps.ids.next('we'), url, events, active, createdAt: deps.clock.now(), secret: generateSecret() };
+      state.endpoints.set(e.endpointId, e);
+      return { ...endpointView(e), secret: e.secret };
+    },
+    list({ limit, cursor }) {
+      const all = [...state.endpoints.values()];
+      let start = 0;
+      if (cursor !== undefined) {
+        const text = cursor.length <= 400 ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+        const m = /^e1:([A-Za-z0-9_]{1,100})$/.exec(text);
+        if (!m) throw apiErrors.invalid('cursor', 'not a cursor this API returned; pass next_cursor back unchanged');
+        // Ids sort in creation order, so the position survives the deletion of the endpoint it names.
+        start = all.findIndex((e) => e.endpointId > m[1]!);
+        if (start === -1) start = all.length;
+      }
+      const page = all.slice(start, start + limit);
+      const more = start + limit < all.length;
+      const last = page[page.length - 1];
+      return { endpoints: page.map(endpointView), next_cursor: more && last ? Buffer.from(`e1:${last.endpointId}`).toString('base64url') : null };
+    },
+    get,
+    async update(id, input) {
+      const e = get(id);
+      if (input.url === undefined && input.events === undefined && input.active === undefined) throw apiErrors.invalid('body', 'send url and/or events (or active) to change');
+      const url = input.url === undefined ? e.url : await checkUrl(input.url);
+      const events = input.events === undefined ? e.events : checkEvents(input.events);
+      const active = input.active === undefined ? e.active : checkActive(input.active);
+      // Checked again: the endpoint may have been deleted while the URL resolved.
+      const current = get(id);
+      current.url = url;
+      current.events = events;
+      current.active = active;
+      return endpointView(current);
+    },
+    remove(id) {
+      get(id);
+      state.endpoints.delete(id);
+    },
+    rotateSecret(id) {
+      const e = get(id);
+      // Replaced outright: the spec says the old secret stops working at once.
+      e.secret = generateSecret();
+      return { ...endpointView(e), secret: e.secret };
+    },
+    subscribers(type) {
+      const out: Endpoint[] = [];
+      for (const e of state.endpoints.values()) if (e.active && e.events.includes(type)) out.push(e);
+      return out;
+    },
+  };
+}

@@ -1,0 +1,195 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { recipientSchema, type RecipientInput } from '../addressing.js';
+import type { CorrespondenceService } from '../correspondence.js';
+import { createDocument, documentView } from '../documents.js';
+import { apiErrors } from '../errors.js';
+import type { IdempotencyStore } from '../idempotency.js';
+import type { IdFactory } from '../ids.js';
+import type { KeyStore } from '../keys.js';
+import { correspondenceView, type Correspondence, type SandboxState } from '../state.js';
+import type { Clock } from '../../clock.js';
+import { SCOPES } from '../catalogue.js';
+import { operation, parseBody } from './http.js';
+
+export interface ApiRouteDeps {
+  state: SandboxState;
+  keys: KeyStore;
+  correspondence: CorrespondenceService;
+  idempotency: IdempotencyStore;
+  ids: IdFactory;
+  clock: Clock;
+  organization: { id: string; name: string };
+  /** Sends to more recipients than this are queued (202). */
+  queuedSendThreshold: number;
+}
+
+const documentSchema = z.object({
+  filename: z.string({ error: 'required, a string' }).min(1).max(255),
+  media_type: z.string({ error: 'required, a MIME type' }).regex(/^[\w.+-]+\/[\w.+-]+$/, 'expected a MIME type such as application/pdf'),
+  content_base64: z.string({ error: 'required, the file bytes in base64' }).min(1, 'the document is empty'),
+});
+
+const MAX_RECIPIENTS = 1000;
+
+const correspondenceSchema = z.object({
+  kind: z.string({ error: 'required, a string' }).min(1).max(64),
+  subject: z.string({ error: 'required, a string' }).min(1).max(500),
+  content_type: z.string({ error: 'required, a string' }).min(1).max(200),
+  document_ids: z.array(z.string().min(1).max(100)).max(100).default([]),
+  recipients: z.array(recipientSchema, { error: 'required, an array of recipients' }).min(1, 'at least one recipient').max(MAX_RECIPIENTS, `at most ${MAX_RECIPIENTS} recipients per request`),
+});
+
+const planRunSchema = z.object({
+  kind: z.string().min(1).max(64).optional(),
+  subject: z.string().min(1).max(500).optional(),
+  content_type: z.string().min(1).max(200).optional(),
+  document_ids: z.array(z.string().min(1).max(100)).max(100).optional(),
+  recipients: z.array(recipientSchema).min(1).max(MAX_RECIPIENTS).optional(),
+});
+
+const rotateKeySchema = z.object({
+  grace_seconds: z.number({ error: 'expected whole seconds' }).int('expected whole seconds').min(0).max(604_800, 'at most 604800 (7 days)').default(0),
+});
+
+const PLAN_ID = /^[A-Za-z0-9_.-]{1,100}$/;
+const SEND_MODE_HEADER = 'x-sandbox-send-mode';
+
+function createdBody(c: Correspondence): Record<string, unknown> {
+  const v = correspondenceView(c);
+  return {
+    correspondence_id: v.correspondence_id,
+    kind: v.kind,
+    subject: v.subject,
+    content_type: v.content_type,
+    document_ids: v.document_ids,
+    status: v.status,
+    created_at: v.created_at,
+    participants: v.participants.map((p) => ({ participant_id: p.participant_id, ref: p.ref, state: p.state })),
+  };
+}
+
+/** GET /me, documents, correspondence, plan runs, API keys. */
+export function createApiRouter(deps: ApiRouteDeps): Router {
+  const r = Router();
+  const idem = { idempotency: deps.idempotency };
+
+  const sendMode = (raw: string | string[] | undefined, recipients: number): boolean => {
+    if (raw === undefined) return recipients > deps.queuedSendThreshold;
+    if (raw === 'queued') return true;
+    if (raw === 'direct') return false;
+    throw apiErrors.invalid('X-Sandbox-Send-Mode', 'expected queued or direct');
+  };
+
+  r.get(
+    '/me',
+    operation(null, (_req, caller) => ({
+      status: 200,
+      body: {
+        organization_id: deps.organization.id,
+        organization_name: deps.organization.name,
+        plane: caller.plane,
+        tier: 'standard',
+        approved: true,
+        scopes: SCOPES.filter((s) => caller.scopes.has(s)),
+      },
+    })),
+  );
+
+  r.post(
+    '/documents',
+    operation(
+      'documents.write',
+      (req) => {
+        const body = parseBody(documentSchema, req.body);
+        const doc = createDocument(deps, body);
+        return { status: 201, body: { document_id: doc.documentId, filename: doc.filename, size_bytes: doc.sizeBytes } };
+      },
+      idem,
+    ),
+  );
+  r.get(
+    '/documents/:document_id',
+    operation('documents.read', (req) => {
+      const doc = deps.state.documents.get(String(req.params.document_id));
+      if (!doc) throw apiErrors.notFound('document', String(req.params.document_id));
+      return { status: 200, body: documentView(doc) };
+    }),
+  );
+
+  r.post(
+    '/correspondence',
+    operation(
+      'correspondence.write',
+      (req, caller) => {
+        const body = parseBody(correspondenceSchema, req.body);
+        const queued = sendMode(req.headers[SEND_MODE_HEADER], body.recipients.length);
+        const c = deps.correspondence.create(body, { plane: caller.plane, queued });
+        return { status: queued ? 202 : 201, body: createdBody(c) };
+      },
+      idem,
+    ),
+  );
+  r.get(
+    '/correspondence/:correspondence_id',
+    operation('correspondence.read', (req) => ({ status: 200, body: correspondenceView(deps.correspondence.get(String(req.params.correspondence_id))) })),
+  );
+
+  r.post(
+    '/plans/:plan_id/runs',
+    operation(
+      'correspondence.write',
+      (req, caller) => {
+        const planId = String(req.params.plan_id);
+        if (!PLAN_ID.test(planId)) throw apiErrors.invalid('plan_id', 'expected 1 to 100 letters, digits, ".", "_" or "-"');
+        const body = parseBody(planRunSchema, req.body);
+        // Plans live in the portal; a run without recipients sends to one synthetic, deliverable recipient.
+        const recipients: RecipientInput[] = body.recipients ?? [{ addressing: { type: 'nin', nin: '10000000000' }, display_name: 'Plan Recipient', ref: `plan-${planId}` }];
+        const c = deps.correspondence.create(
+          {
+            kind: body.kind ?? 'plan',
+            subject: body.subject ?? `Run of plan ${planId}`,
+            content_type: body.content_type ?? 'text/plain',
+            document_ids: body.document_ids ?? [],
+            recipients,
+          },
+          { plane: caller.plane, queued: true, planId },
+        );
+        return { status: 202, body: { run_id: deps.ids.next('run'), plan_id: planId, correspondence_id: c.correspondenceId, status: 'queued' } };
+      },
+      idem,
+    ),
+  );
+
+  r.get('/api-keys', operation('apikeys.read', () => ({ status: 200, body: { api_keys: deps.keys.list(), next_cursor: null } })));
+  r.get(
+    '/api-keys/:key_id',
+    operation('apikeys.read', (req) => {
+      const k = deps.keys.get(String(req.params.key_id));
+      if (!k) throw apiErrors.notFound('API key', String(req.params.key_id));
+      return { status: 200, body: k };
+    }),
+  );
+  r.post(
+    '/api-keys/:key_id/rotate',
+    operation(
+      'apikeys.write',
+      (req) => {
+        const { grace_seconds } = parseBody(rotateKeySchema, req.body);
+        const rotated = deps.keys.rotate(String(req.params.key_id), grace_seconds);
+        if (!rotated) throw apiErrors.notFound('API key', String(req.params.key_id));
+        return { status: 200, body: { ...rotated.view, secret: rotated.secret, previous_secret_expires_at: rotated.previousExpiresAt } };
+      },
+      idem,
+    ),
+  );
+  r.delete(
+    '/api-keys/:key_id',
+    operation('apikeys.write', (req) => {
+      const k = deps.keys.revoke(String(req.params.key_id));
+      if (!k) throw apiErrors.notFound('API key', String(req.params.key_id));
+      return { status: 200, body: k };
+    }),
+  );
+  return r;
+}
