@@ -1,0 +1,115 @@
+import { z } from 'zod';
+
+/**
+ * Every event type the spec names, with the `data` shape docs/events.md fixes.
+ * This map is the single source for the TypeScript types and the runtime
+ * validation. Schemas are loose on purpose: unknown fields are kept and any
+ * `act` string is accepted, so the service can add fields without us
+ * quarantining its events; only what postroom relies on is required.
+ */
+const id = z.string().min(1);
+const count = z.number().int().nonnegative();
+
+const participantSnapshot = z.looseObject({
+  participant_id: id,
+  ref: z.string(),
+  state: z.string(),
+});
+
+export const EVENT_CATALOGUE = {
+  'correspondence.created': z.looseObject({
+    correspondence_id: id,
+    kind: z.string().optional(),
+    subject: z.string().optional(),
+    status: z.string().optional(),
+    participants: z.array(participantSnapshot).optional(),
+  }),
+  'correspondence.send_completed': z.looseObject({
+    correspondence_id: id,
+    delivered: count,
+    held: count,
+    undeliverable: count,
+    total: count,
+  }),
+  'participant.acted': z.looseObject({
+    correspondence_id: id,
+    participant_id: id,
+    /** `delivered`, `read`, `approved`, `signed`, `consent_given`, `consent_declined`, `submitted`, or any other string. */
+    act: z.string().min(1),
+    ref: z.string(),
+  }),
+  'document.attached': z.looseObject({
+    correspondence_id: id,
+    document_id: id,
+  }),
+  'form.response_received': z.looseObject({
+    correspondence_id: id,
+    participant_id: id,
+    response_id: z.string().optional(),
+  }),
+  'correspondence.sealed': z.looseObject({
+    correspondence_id: id,
+    covenant_id: z.string().optional(),
+  }),
+  'correspondence.withdrawn': z.looseObject({
+    correspondence_id: id,
+  }),
+  'claim.claimed': z.looseObject({
+    claim_id: id,
+    correspondence_id: z.string().optional(),
+    participant_id: z.string().optional(),
+  }),
+  'claim.expired': z.looseObject({
+    claim_id: id,
+    correspondence_id: z.string().optional(),
+    participant_id: z.string().optional(),
+  }),
+  'wallet.debited': z.looseObject({
+    /** Minor units. */
+    amount: z.number().int(),
+    currency: z.string().optional(),
+    correspondence_id: z.string().optional(),
+    balance: z.number().optional(),
+  }),
+  'campaign.status_changed': z.looseObject({
+    campaign_id: id,
+    status: z.string().min(1),
+  }),
+  'webhook.test': z.looseObject({
+    message: z.string(),
+  }),
+} as const;
+
+export type EventCatalogue = typeof EVENT_CATALOGUE;
+export type EventType = keyof EventCatalogue;
+export const EVENT_TYPES = Object.keys(EVENT_CATALOGUE) as EventType[];
+
+/** The validated `data` of an event type (unknown extra fields included as `unknown`). */
+export type EventData<T extends EventType> = z.infer<EventCatalogue[T]>;
+
+/** The act values the sandbox uses; any other string is accepted too. */
+export const KNOWN_ACTS = ['delivered', 'read', 'approved', 'signed', 'consent_given', 'consent_declined', 'submitted'] as const;
+
+export function isKnownEventType(type: string): type is EventType {
+  return Object.hasOwn(EVENT_CATALOGUE, type);
+}
+
+/** A verified, validated event as handlers receive it: the service's envelope with typed `data`. */
+export interface PostroomEvent<T extends EventType = EventType> {
+  event_id: string;
+  type: T;
+  /** ISO 8601 timestamp of the occurrence, as the service sent it. */
+  at: string;
+  data: EventData<T>;
+}
+
+/** Any known event, as a discriminated union on `type` (narrow with `switch (event.type)`). */
+export type AnyKnownEvent = { [T in EventType]: PostroomEvent<T> }[EventType];
+
+/** An event whose type is not in the catalogue: passed through untyped, never an error. */
+export interface UnknownEvent {
+  event_id: string;
+  type: string;
+  at: string;
+  data: Record<string, unknown>;
+}
