@@ -1,0 +1,115 @@
+import type { AnyKnownEvent } from '../events/catalogue.js';
+import { PROJECTED_TYPES, stateRank, statusRank } from './rules.js';
+
+/**
+ * One row per projected event, column-wise (the shape unnest() takes). Each
+ * event contributes the facts it carries; the SQL reduces them per
+ * correspondence and merges them with what is stored.
+ */
+export interface CorrespondenceFacts {
+  correspondenceId: string[];
+  eventId: string[];
+  type: string[];
+  at: string[];
+  status: Array<string | null>;
+  statusRank: Array<number | null>;
+  kind: Array<string | null>;
+  subject: Array<string | null>;
+  documentId: Array<string | null>;
+  delivered: Array<number | null>;
+  held: Array<number | null>;
+  undeliverable: Array<number | null>;
+  total: Array<number | null>;
+}
+
+/** One row per (event, participant) the event speaks about. */
+export interface ParticipantFacts {
+  correspondenceId: string[];
+  participantId: string[];
+  ref: Array<string | null>;
+  state: string[];
+  stateRank: number[];
+  act: Array<string | null>;
+  at: string[];
+  eventId: string[];
+}
+
+export interface ProjectionFacts {
+  correspondence: CorrespondenceFacts;
+  participants: ParticipantFacts;
+}
+
+export function isProjected(event: AnyKnownEvent): boolean {
+  return PROJECTED_TYPES.has(event.type);
+}
+
+export function collectFacts(events: readonly AnyKnownEvent[]): ProjectionFacts {
+  const c: CorrespondenceFacts = {
+    correspondenceId: [], eventId: [], type: [], at: [], status: [], statusRank: [], kind: [], subject: [],
+    documentId: [], delivered: [], held: [], undeliverable: [], total: [],
+  };
+  const p: ParticipantFacts = { correspondenceId: [], participantId: [], ref: [], state: [], stateRank: [], act: [], at: [], eventId: [] };
+
+  const addParticipant = (cid: string, pid: string, ref: string | null, state: string, act: string | null, e: AnyKnownEvent): void => {
+    p.correspondenceId.push(cid);
+    p.participantId.push(pid);
+    p.ref.push(ref);
+    p.state.push(state);
+    p.stateRank.push(stateRank(state));
+    p.act.push(act);
+    p.at.push(e.at);
+    p.eventId.push(e.event_id);
+  };
+
+  for (const e of events) {
+    if (!PROJECTED_TYPES.has(e.type)) continue;
+    const cid = (e.data as { correspondence_id: string }).correspondence_id;
+    let status: string | null = null;
+    let kind: string | null = null;
+    let subject: string | null = null;
+    let documentId: string | null = null;
+    let summary: [number, number, number, number] | null = null;
+
+    switch (e.type) {
+      case 'correspondence.created':
+        // A created event without a status still says the file exists.
+        status = e.data.status ?? 'created';
+        kind = e.data.kind ?? null;
+        subject = e.data.subject ?? null;
+        for (const part of e.data.participants ?? []) addParticipant(cid, part.participant_id, part.ref, part.state, null, e);
+        break;
+      case 'correspondence.sealed':
+        status = 'sealed';
+        break;
+      case 'correspondence.withdrawn':
+        status = 'withdrawn';
+        break;
+      case 'correspondence.send_completed':
+        summary = [e.data.delivered, e.data.held, e.data.undeliverable, e.data.total];
+        break;
+      case 'document.attached':
+        documentId = e.data.document_id;
+        break;
+      case 'participant.acted':
+        // One cannot read, sign or approve what was not delivered: every act implies delivery.
+        addParticipant(cid, e.data.participant_id, e.data.ref, 'delivered', e.data.act, e);
+        break;
+      default:
+        break;
+    }
+    c.correspondenceId.push(cid);
+    c.eventId.push(e.event_id);
+    c.type.push(e.type);
+    c.at.push(e.at);
+    c.status.push(status);
+    c.statusRank.push(status === null ? null : statusRank(status));
+    c.kind.push(kind);
+    c.subject.push(subject);
+    c.documentId.push(documentId);
+    c.delivered.push(summary?.[0] ?? null);
+    c.held.push(summary?.[1] ?? null);
+    c.undeliverable.push(summary?.[2] ?? null);
+    c.total.push(summary?.[3] ?? null);
+  }
+  return { correspondence: c, participants: p };
+}

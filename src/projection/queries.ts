@@ -1,0 +1,122 @@
+import type { Queryable } from '../db/types.js';
+import type { CorrespondenceFacts, ParticipantFacts } from './facts.js';
+
+/*
+ * The merge rules, written once as sort orders and used twice: to reduce a
+ * batch's facts per key (DISTINCT ON), and to choose between the stored fact and
+ * the incoming one on conflict (the first of the two in the same order wins).
+ *   ranked facts (status, state): higher rank first; at equal rank the earlier event
+ *   latest facts (summary, last act, last event): the later event
+ * Event ids compare bytewise ("C") so every database orders them alike.
+ */
+const RANKED = (rank: string, at: string, id: string): string => `${rank} DESC, ${at} NULLS LAST, ${id} COLLATE "C"`;
+const LATEST = (at: string, id: string): string => `${at} DESC NULLS LAST, ${id} COLLATE "C" DESC`;
+
+/** Of the stored fact (p) and the incoming one (excluded), the one that sorts first. */
+function pick(columns: string[], order: string): string {
+  const row = (alias: string): string => columns.map((c) => `${alias}.${c}`).join(', ');
+  return `(${columns.join(', ')}) = (
+    SELECT v.* FROM (VALUES (${row('excluded')}), (${row('p')})) AS v(${columns.join(', ')})
+    ORDER BY ${order} LIMIT 1)`;
+}
+
+/**
+ * Reduces a batch's facts per correspondence (ON CONFLICT may touch a row only
+ * once per statement), then merges them with the stored row. Rows go in key
+ * order so concurrent workers lock them in the same order.
+ */
+const UPSERT_CORRESPONDENCE_SQL = `
+WITH f AS (
+  SELECT *
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::int2[], $7::text[], $8::text[],
+              $9::text[], $10::int4[], $11::int4[], $12::int4[], $13::int4[])
+    AS f(correspondence_id, event_id, type, at, status, status_rank, kind, subject,
+         document_id, delivered, held, undeliverable, total)
+),
+latest AS (
+  SELECT DISTINCT ON (correspondence_id) correspondence_id, event_id, type, at
+  FROM f ORDER BY correspondence_id, ${LATEST('at', 'event_id')}
+),
+status AS (
+  SELECT DISTINCT ON (correspondence_id) correspondence_id, status, status_rank, at, event_id
+  FROM f WHERE status IS NOT NULL
+  ORDER BY correspondence_id, ${RANKED('status_rank', 'at', 'event_id')}
+),
+created AS (
+  -- The snapshot of the earliest correspondence.created (there is normally one).
+  SELECT DISTINCT ON (correspondence_id) correspondence_id, kind, subject, at
+  FROM f WHERE type = 'correspondence.created'
+  ORDER BY correspondence_id, at, event_id COLLATE "C"
+),
+summary AS (
+  SELECT DISTINCT ON (correspondence_id) correspondence_id, delivered, held, undeliverable, total, at, event_id
+  FROM f WHERE total IS NOT NULL
+  ORDER BY correspondence_id, ${LATEST('at', 'event_id')}
+),
+documents AS (
+  SELECT correspondence_id, array_agg(DISTINCT document_id) AS ids
+  FROM f WHERE document_id IS NOT NULL GROUP BY correspondence_id
+)
+INSERT INTO correspondence_projection AS p (
+  correspondence_id, status, status_rank, status_at, status_event_id, kind, subject, created_at, document_ids,
+  summary_delivered, summary_held, summary_undeliverable, summary_total, summary_at, summary_event_id,
+  last_event_id, last_event_type, last_event_at)
+SELECT l.correspondence_id, s.status, coalesce(s.status_rank, -1), s.at, s.event_id, c.kind, c.subject, c.at, coalesce(d.ids, '{}'),
+       m.delivered, m.held, m.undeliverable, m.total, m.at, m.event_id,
+       l.event_id, l.type, l.at
+FROM latest l
+LEFT JOIN status s USING (correspondence_id)
+LEFT JOIN created c USING (correspondence_id)
+LEFT JOIN summary m USING (correspondence_id)
+LEFT JOIN documents d USING (correspondence_id)
+ORDER BY l.correspondence_id
+ON CONFLICT (correspondence_id) DO UPDATE SET
+  ${pick(['status', 'status_rank', 'status_at', 'status_event_id'], RANKED('status_rank', 'status_at', 'status_event_id'))},
+  ${pick(['kind', 'subject', 'created_at'], 'created_at NULLS LAST')},
+  document_ids = ARRAY(SELECT DISTINCT unnest(p.document_ids || excluded.document_ids) ORDER BY 1),
+  ${pick(
+    ['summary_delivered', 'summary_held', 'summary_undeliverable', 'summary_total', 'summary_at', 'summary_event_id'],
+    LATEST('summary_at', 'summary_event_id'),
+  )},
+  ${pick(['last_event_id', 'last_event_type', 'last_event_at'], LATEST('last_event_at', 'last_event_id'))},
+  updated_at = now()`;
+
+/** The same for participants: ranked state, latest act, first ref seen. */
+const UPSERT_PARTICIPANTS_SQL = `
+WITH f AS (
+  SELECT *
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int2[], $6::text[], $7::timestamptz[], $8::text[])
+    AS f(correspondence_id, participant_id, ref, state, state_rank, act, at, event_id)
+),
+state AS (
+  SELECT DISTINCT ON (correspondence_id, participant_id) correspondence_id, participant_id, ref, state, state_rank, at, event_id
+  FROM f ORDER BY correspondence_id, participant_id, ${RANKED('state_rank', 'at', 'event_id')}
+),
+act AS (
+  SELECT DISTINCT ON (correspondence_id, participant_id) correspondence_id, participant_id, act, at, event_id
+  FROM f WHERE act IS NOT NULL
+  ORDER BY correspondence_id, participant_id, ${LATEST('at', 'event_id')}
+)
+INSERT INTO participant_projection AS p (
+  correspondence_id, participant_id, ref, state, state_rank, state_at, state_event_id, last_act, last_act_at, last_act_event_id)
+SELECT s.correspondence_id, s.participant_id, s.ref, s.state, s.state_rank, s.at, s.event_id, a.act, a.at, a.event_id
+FROM state s LEFT JOIN act a USING (correspondence_id, participant_id)
+ORDER BY s.correspondence_id, s.participant_id
+ON CONFLICT (correspondence_id, participant_id) DO UPDATE SET
+  ref = coalesce(p.ref, excluded.ref),
+  ${pick(['state', 'state_rank', 'state_at', 'state_event_id'], RANKED('state_rank', 'state_at', 'state_event_id'))},
+  ${pick(['last_act', 'last_act_at', 'last_act_event_id'], LATEST('last_act_at', 'last_act_event_id'))},
+  updated_at = now()`;
+
+export async function upsertCorrespondenceFacts(q: Queryable, f: CorrespondenceFacts): Promise<void> {
+  if (f.correspondenceId.length === 0) return;
+  await q.query(UPSERT_CORRESPONDENCE_SQL, [
+    f.correspondenceId, f.eventId, f.type, f.at, f.status, f.statusRank, f.kind, f.subject,
+    f.documentId, f.delivered, f.held, f.undeliverable, f.total,
+  ]);
+}
+
+export async function upsertParticipantFacts(q: Queryable, f: ParticipantFacts): Promise<void> {
+  if (f.correspondenceId.length === 0) return;
+  await q.query(UPSERT_PARTICIPANTS_SQL, [f.correspondenceId, f.participantId, f.ref, f.state, f.stateRank, f.act, f.at, f.eventId]);
+}
