@@ -3,11 +3,14 @@ import type { Env } from '../config/env.js';
 import { describeError, isPostroomError } from '../errors.js';
 import { createCliContext, type CliContext } from './context.js';
 import type { Io } from './output.js';
+import { registerDeliveriesCommands } from './commands/deliveries.js';
+import { registerEndpointsCommands } from './commands/endpoints.js';
 import { registerInboxCommands } from './commands/inbox.js';
 import { registerReconcileCommands } from './commands/reconcile.js';
 import { registerMigrateCommand } from './commands/migrate.js';
 import { registerSendSampleCommand } from './commands/send-sample.js';
 import { registerServeCommand } from './commands/serve.js';
+import { registerSandboxCommand } from './commands/sandbox.js';
 
 /** Each domain adds its commands here; order is the order in `postroom --help`. */
 const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
@@ -15,7 +18,10 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerMigrateCommand,
   registerInboxCommands,
   registerReconcileCommands,
+  registerEndpointsCommands,
+  registerDeliveriesCommands,
   registerSendSampleCommand,
+  registerSandboxCommand,
 ];
 
 export const EXIT = { ok: 0, error: 1, usage: 64 } as const;
