@@ -1,0 +1,315 @@
+import type { Command } from 'commander';
+import type { ApiClient, WebhookEndpoint } from '../../client/index.js';
+import { PostroomError, describeError } from '../../errors.js';
+import { EVENT_TYPE_LABELS } from '../../metrics/labels.js';
+import { recordEndpoint, retireEndpoint, saveEndpointSecret, updateKnownEndpoint } from '../../secrets/store.js';
+import { apiClientFor, bestEffort, confirmLiveWrite, secretStoreFor, type SecretStore } from '../api.js';
+import type { CliContext } from '../context.js';
+import { parseCount } from '../duration.js';
+import { printJson, printTable } from '../output.js';
+
+/** webhook.test is sent to every endpoint and cannot be subscribed to. */
+export const SUBSCRIBABLE_EVENTS = [...EVENT_TYPE_LABELS].filter((t) => t !== 'webhook.test');
+const EVENT_NAME = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
+/** In --url, stands for the id the service assigns, so the endpoint can point at /webhooks/{endpoint_id} from the start. */
+export const ENDPOINT_ID_PLACEHOLDER = '{endpoint_id}';
+
+/** `--events a,b --events c` → [a, b, c], each checked; unknown but well-formed names only warn (the catalogue grows). */
+export function parseEvents(ctx: CliContext, raw: readonly string[]): string[] {
+  const events = [...new Set(raw.flatMap((r) => r.split(',')).map((s) => s.trim()).filter((s) => s !== ''))];
+  if (events.length === 0) throw new PostroomError('invalid_flag', `--events: expected one or more event types, e.g. --events participant.acted,correspondence.sealed (known: ${SUBSCRIBABLE_EVENTS.join(', ')})`);
+  for (const e of events) {
+    if (e === 'webhook.test') throw new PostroomError('invalid_flag', '--events: webhook.test cannot be subscribed to; every endpoint receives it from `postroom endpoints test`');
+    if (!EVENT_NAME.test(e)) throw new PostroomError('invalid_flag', `--events: "${e.slice(0, 60)}" is not an event type; expected names like ${SUBSCRIBABLE_EVENTS.slice(0, 3).join(', ')} (known: ${SUBSCRIBABLE_EVENTS.join(', ')})`);
+    if (!EVENT_TYPE_LABELS.has(e)) ctx.io.stderr.write(`warning: --events: ${e} is not in the spec's event catalogue; subscribing anyway\n`);
+  }
+  return events;
+}
+
+export function parseUrl(flag: string, raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw.replace(ENDPOINT_ID_PLACEHOLDER, 'placeholder'));
+  } catch {
+    throw new PostroomError('invalid_flag', `${flag}: expected an absolute https URL such as https://hooks.example.com/webhooks/${ENDPOINT_ID_PLACEHOLDER}, got "${raw.slice(0, 80)}"`);
+  }
+  // The service refuses anything but public https itself; http is let through for a local sandbox.
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new PostroomError('invalid_flag', `${flag}: expected an https URL, got ${url.protocol}`);
+  if (url.username || url.password) throw new PostroomError('invalid_flag', `${flag}: the URL must not carry credentials (the service refuses it)`);
+  return raw;
+}
+
+function row(e: WebhookEndpoint): Record<string, unknown> {
+  return { endpoint_id: e.endpoint_id, url: e.url, events: (e.events ?? []).join(','), active: e.active, created_at: e.created_at };
+}
+
+/** A copy without the `secret` field, keeping the endpoint's type (Omit would drop the known fields of an indexed type). */
+function withoutSecret(value: WebhookEndpoint): WebhookEndpoint {
+  const { secret: _secret, ...rest } = value;
+  return rest as WebhookEndpoint;
+}
+
+/** Stores the secret the service just returned, before anything is printed. */
+async function storeSecret(
+  ctx: CliContext,
+  store: SecretStore,
+  client: ApiClient,
+  input: { endpointId: string; secret: string; endpoint?: Parameters<typeof saveEndpointSecret>[2]['endpoint'] },
+): Promise<Date> {
+  const now = new Date();
+  const overlap = ctx.config().secretOverlapSeconds;
+  await saveEndpointSecret(store.db, store.cipher, {
+    endpointId: input.endpointId,
+    secret: input.secret,
+    overlapSeconds: overlap,
+    now,
+    endpoint: { plane: client.plane, ...input.endpoint },
+  });
+  return new Date(now.getTime() + overlap * 1000);
+}
+
+export function registerEndpointsCommands(program: Command, ctx: CliContext): Command {
+  const endpoints = program
+    .command('endpoints')
+    .description("Manage the service's webhook endpoints; signing secrets go straight into postroom's encrypted store.")
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ postroom endpoints create --url https://hooks.example.com/webhooks/{endpoint_id} --events participant.acted,correspondence.sealed
+  $ postroom endpoints list --json
+  $ postroom endpoints rotate-secret ep_123
+
+Needs POSTROOM_API_BASE_URL and POSTROOM_API_KEY; create and rotate-secret also POSTROOM_ENCRYPTION_KEY.
+The plane (sandbox or live, from the key) is printed on stderr; writes on the live plane ask first (--yes in scripts).`,
+    );
+
+  endpoints
+    .command('list')
+    .description('List webhook endpoints (all pages, or up to --limit).')
+    .option('--limit <n>', 'at most this many (1-10000)')
+    .option('--json', 'print a JSON array (no secrets: the service never lists them)')
+    .addHelpText('after', `\nExamples:\n  $ postroom endpoints list\n  $ postroom endpoints list --json | jq '.[].url'`)
+    .action(async (opts: { limit?: string; json?: boolean }) => {
+      const limit = opts.limit === undefined ? undefined : parseCount('--limit', opts.limit, { min: 1, max: 10_000 });
+      const client = apiClientFor(ctx);
+      try {
+        const items: WebhookEndpoint[] = [];
+        for await (const e of client.webhookEndpoints.iterate(limit === undefined ? {} : { limit: Math.min(limit, 100) })) {
+          items.push(e);
+          if (limit !== undefined && items.length >= limit) break;
+        }
+        if (opts.json) printJson(ctx.io, items);
+        else printTable(ctx.io, items.map(row), ['endpoint_id', 'url', 'events', 'active', 'created_at']);
+      } finally {
+        await client.close();
+      }
+    });
+
+  endpoints
+    .command('create')
+    .description('Create an endpoint and store its signing secret (shown once by the service) encrypted in the database.')
+    .requiredOption('--url <url>', `where the service delivers; ${ENDPOINT_ID_PLACEHOLDER} is replaced by the new endpoint's id`)
+    .option('--events <types...>', `event types to subscribe to, comma- or space-separated (${SUBSCRIBABLE_EVENTS.join(', ')})`)
+    .option('--show-secret', 'also print the signing secret (e.g. to configure another receiver); it is never printed otherwise')
+    .option('--yes', 'confirm a write on the live plane without a prompt (required when not on a terminal)')
+    .option('--json', 'print the endpoint as JSON')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ postroom endpoints create --url https://hooks.example.com/webhooks/{endpoint_id} --events participant.acted correspondence.sealed
+  $ postroom endpoints create --url https://hooks.example.com/webhooks/{endpoint_id} --events participant.acted --yes --json
+
+With ${ENDPOINT_ID_PLACEHOLDER} in --url the endpoint is created, its secret stored, and its URL then set to the
+one with the real id, so postroom verifies its deliveries at POST /webhooks/<id> with that endpoint's own secret.`,
+    )
+    .action(async (opts: { url: string; events?: string[]; showSecret?: boolean; yes?: boolean; json?: boolean }) => {
+      const url = parseUrl('--url', opts.url);
+      if (!opts.events) throw new PostroomError('invalid_flag', `--events is required: an endpoint created without events subscribes to nothing (known: ${SUBSCRIBABLE_EVENTS.join(', ')})`);
+      const events = parseEvents(ctx, opts.events);
+      const store = await secretStoreFor(ctx, { showSecret: opts.showSecret, command: 'endpoints create' });
+      const client = apiClientFor(ctx);
+      try {
+        await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `create a webhook endpoint for ${url}` });
+        const templated = url.includes(ENDPOINT_ID_PLACEHOLDER);
+        // The id is not known before create: register a URL postroom answers 401 on (the service retries), then fix it up.
+        const initialUrl = templated ? url.replace(ENDPOINT_ID_PLACEHOLDER, '_pending') : url;
+        const created = await client.webhookEndpoints.create({ url: initialUrl, events });
+        const finalUrl = templated ? url.replace(ENDPOINT_ID_PLACEHOLDER, encodeURIComponent(created.endpoint_id)) : url;
+
+        let stored = false;
+        if (store) {
+          try {
+            await storeSecret(ctx, store, client, {
+              endpointId: created.endpoint_id,
+              secret: created.secret,
+              endpoint: { url: finalUrl, events: created.events, active: created.active, created_at: created.created_at },
+            });
+            stored = true;
+          } catch (err) {
+            if (!opts.showSecret) {
+              throw new PostroomError(
+                'secret_not_stored',
+                `endpoint ${created.endpoint_id} was created at the service, but its signing secret could not be stored (${describeError(err)}), so it was discarded unseen. ` +
+                  `Once the database is reachable, run \`postroom endpoints rotate-secret ${created.endpoint_id}\` to get and store a new one.`,
+                { cause: err },
+              );
+            }
+            ctx.io.stderr.write(`warning: the signing secret could not be stored (${describeError(err)}); it is printed below as asked with --show-secret\n`);
+            ctx.exitCode = 1;
+          }
+        } else {
+          await bestEffort(ctx, 'recording the endpoint locally', async () =>
+            recordEndpoint(await ctx.db(), { endpoint_id: created.endpoint_id, url: finalUrl, events: created.events, active: created.active, plane: client.plane, created_at: created.created_at }),
+          );
+        }
+
+        let endpoint: WebhookEndpoint = withoutSecret(created);
+        if (templated) {
+          try {
+            const updated = await client.webhookEndpoints.update(created.endpoint_id, { url: finalUrl });
+            endpoint = { ...endpoint, ...(updated ? withoutSecret(updated) : {}), url: finalUrl };
+          } catch (err) {
+            ctx.io.stderr.write(
+              `warning: endpoint ${created.endpoint_id} was created with the placeholder URL ${initialUrl} and could not be pointed at ${finalUrl} (${describeError(err)}); ` +
+                `run \`postroom endpoints update ${created.endpoint_id} --url ${finalUrl}\`\n`,
+            );
+            ctx.exitCode = 1;
+          }
+        }
+
+        if (opts.json) {
+          printJson(ctx.io, { ...endpoint, secret_stored: stored, ...(opts.showSecret ? { secret: created.secret } : {}) });
+          return;
+        }
+        ctx.io.stdout.write(`created ${endpoint.endpoint_id}\n  url     ${endpoint.url}\n  events  ${(endpoint.events ?? []).join(', ')}\n`);
+        ctx.io.stdout.write(stored ? `  secret  stored encrypted in postroom's database (never printed; --show-secret to see it)\n` : '');
+        if (opts.showSecret) ctx.io.stdout.write(`  secret  ${created.secret}\n`);
+      } finally {
+        await client.close();
+      }
+    });
+
+  endpoints
+    .command('update <endpoint_id>')
+    .description("Change an endpoint's URL and/or subscribed events.")
+    .option('--url <url>', 'new delivery URL')
+    .option('--events <types...>', 'replace the subscribed event types (comma- or space-separated)')
+    .option('--yes', 'confirm a write on the live plane without a prompt')
+    .option('--json', 'print the updated endpoint as JSON')
+    .addHelpText('after', `\nExamples:\n  $ postroom endpoints update ep_123 --events participant.acted,claim.claimed\n  $ postroom endpoints update ep_123 --url https://hooks.example.com/webhooks/ep_123`)
+    .action(async (endpointId: string, opts: { url?: string; events?: string[]; yes?: boolean; json?: boolean }) => {
+      if (opts.url === undefined && opts.events === undefined) throw new PostroomError('invalid_flag', 'nothing to change: give --url and/or --events');
+      const patch = {
+        ...(opts.url !== undefined ? { url: parseUrl('--url', opts.url) } : {}),
+        ...(opts.events !== undefined ? { events: parseEvents(ctx, opts.events) } : {}),
+      };
+      const client = apiClientFor(ctx);
+      try {
+        await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `update webhook endpoint ${endpointId}` });
+        const updated = await client.webhookEndpoints.update(endpointId, patch);
+        await bestEffort(ctx, 'updating the local endpoint record', async () => updateKnownEndpoint(await ctx.db(), endpointId, patch));
+        if (opts.json) printJson(ctx.io, updated ?? { endpoint_id: endpointId, ...patch });
+        else ctx.io.stdout.write(`updated ${endpointId}${patch.url ? `\n  url     ${patch.url}` : ''}${patch.events ? `\n  events  ${patch.events.join(', ')}` : ''}\n`);
+      } finally {
+        await client.close();
+      }
+    });
+
+  endpoints
+    .command('delete <endpoint_id>')
+    .description('Delete an endpoint at the service; its stored secret keeps verifying in-flight deliveries for the overlap, then expires.')
+    .option('--yes', 'confirm a write on the live plane without a prompt')
+    .option('--json', 'print the result as JSON')
+    .addHelpText('after', `\nExample:\n  $ postroom endpoints delete ep_123 --yes`)
+    .action(async (endpointId: string, opts: { yes?: boolean; json?: boolean }) => {
+      const client = apiClientFor(ctx);
+      try {
+        await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `delete webhook endpoint ${endpointId}` });
+        await client.webhookEndpoints.delete(endpointId);
+        await bestEffort(ctx, 'retiring the local endpoint record', async () =>
+          retireEndpoint(await ctx.db(), { endpointId, overlapSeconds: ctx.config().secretOverlapSeconds, now: new Date() }),
+        );
+        if (opts.json) printJson(ctx.io, { endpoint_id: endpointId, deleted: true });
+        else ctx.io.stdout.write(`deleted ${endpointId}\n`);
+      } finally {
+        await client.close();
+      }
+    });
+
+  endpoints
+    .command('test <endpoint_id>')
+    .description('Ask the service to send one signed webhook.test event to the endpoint.')
+    .option('--yes', 'confirm a write on the live plane without a prompt')
+    .option('--json', "print the service's answer as JSON")
+    .addHelpText('after', `\nExample:\n  $ postroom endpoints test ep_123 && postroom inbox list --type webhook.test --limit 1`)
+    .action(async (endpointId: string, opts: { yes?: boolean; json?: boolean }) => {
+      const client = apiClientFor(ctx);
+      try {
+        await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `send a test event to webhook endpoint ${endpointId}` });
+        const answer = await client.webhookEndpoints.test(endpointId);
+        if (opts.json) printJson(ctx.io, { endpoint_id: endpointId, sent: true, response: answer ?? null });
+        else ctx.io.stdout.write(`test event requested for ${endpointId}; it should appear in \`postroom inbox list --type webhook.test\`\n`);
+      } finally {
+        await client.close();
+      }
+    });
+
+  endpoints
+    .command('rotate-secret <endpoint_id>')
+    .description('Get a new signing secret and store it; the previous one stays accepted for POSTROOM_SECRET_OVERLAP_SECONDS.')
+    .option('--show-secret', 'also print the new secret; it is never printed otherwise')
+    .option('--yes', 'confirm a write on the live plane without a prompt')
+    .option('--json', 'print the result as JSON (without the secret unless --show-secret)')
+    .addHelpText(
+      'after',
+      `
+Example:
+  $ postroom endpoints rotate-secret ep_123
+
+The service signs with the new secret at once; postroom keeps accepting the old one until the overlap ends,
+so deliveries signed before the rotation and still being retried verify. Every running ingress picks the new
+secret up within seconds. Watch postroom_ingress_secret_matches_total{secret="endpoint:<id>:previous"} fall to zero.`,
+    )
+    .action(async (endpointId: string, opts: { showSecret?: boolean; yes?: boolean; json?: boolean }) => {
+      const store = await secretStoreFor(ctx, { showSecret: opts.showSecret, command: `endpoints rotate-secret ${endpointId}` });
+      const client = apiClientFor(ctx);
+      try {
+        await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `rotate the signing secret of webhook endpoint ${endpointId}` });
+        const rotated = await client.webhookEndpoints.rotateSecret(endpointId);
+        let previousUntil: Date | undefined;
+        if (store) {
+          try {
+            previousUntil = await storeSecret(ctx, store, client, { endpointId: rotated.endpoint_id, secret: rotated.secret });
+          } catch (err) {
+            if (!opts.showSecret) {
+              throw new PostroomError(
+                'secret_not_stored',
+                `the secret of ${endpointId} was rotated at the service, but the new one could not be stored (${describeError(err)}), so it was discarded unseen and deliveries to postroom will fail verification. ` +
+                  `Run \`postroom endpoints rotate-secret ${endpointId}\` again once the database is reachable.`,
+                { cause: err },
+              );
+            }
+            ctx.io.stderr.write(`warning: the new secret could not be stored (${describeError(err)}); it is printed below as asked with --show-secret\n`);
+            ctx.exitCode = 1;
+          }
+        }
+        if (opts.json) {
+          printJson(ctx.io, {
+            endpoint_id: rotated.endpoint_id,
+            secret_stored: previousUntil !== undefined,
+            previous_accepted_until: previousUntil?.toISOString() ?? null,
+            ...(opts.showSecret ? { secret: rotated.secret } : {}),
+          });
+          return;
+        }
+        ctx.io.stdout.write(`rotated the signing secret of ${rotated.endpoint_id}\n`);
+        if (previousUntil) ctx.io.stdout.write(`  new secret stored encrypted; the previous one is accepted until ${previousUntil.toISOString()}\n`);
+        if (opts.showSecret) ctx.io.stdout.write(`  secret  ${rotated.secret}\n`);
+      } finally {
+        await client.close();
+      }
+    });
+  return endpoints;
+}
