@@ -1,0 +1,102 @@
+import type { Db } from './db/types.js';
+import type { EventType } from './events/catalogue.js';
+import type { EventHandler, EveryEventHandler, HandlerMap, UnknownEventHandler } from './events/handlers.js';
+import { createHandlerRegistry, type HandlerRegistry } from './events/registry.js';
+import { silentLogger, type Logger } from './logging/logger.js';
+import type { Metrics } from './metrics/metrics.js';
+import { compareWithService, type ProjectionDifference, type ServiceCorrespondence } from './projection/compare.js';
+import { getProjectedCorrespondence, listOpenCorrespondenceIds, type ProjectedCorrespondence } from './projection/read.js';
+import type { WorkerOptions } from './worker/options.js';
+import { createWorker, type DrainResult, type Worker } from './worker/worker.js';
+
+export interface PostroomOptions<Api = unknown> {
+  /** The store ingress writes to (Postgres, or the embedded store for development). Run `migrate(db)` first. */
+  db: Db;
+  handlers?: HandlerMap<Api>;
+  logger?: Logger;
+  metrics?: Metrics;
+  /** The service API client, handed to handlers as ctx.api. */
+  api?: Api;
+  worker?: Partial<WorkerOptions>;
+  workerId?: string;
+}
+
+export interface Postroom<Api = unknown> {
+  /** Handle one event type; `event.data` is typed by the type. Several handlers of a type run in order. */
+  on<T extends EventType>(type: T, handler: EventHandler<T, Api>): Postroom<Api>;
+  /** Catch-all for types the catalogue does not know; without one they are marked `skipped`. */
+  onUnknown(handler: UnknownEventHandler<Api>): Postroom<Api>;
+  /** Runs for every event, known or not, after its type's handlers. */
+  onEvery(handler: EveryEventHandler<Api>): Postroom<Api>;
+  /** Registers a handler map (`{ 'participant.acted': fn, '*': fn }`). */
+  use(handlers: HandlerMap<Api>): Postroom<Api>;
+  /** Starts the worker loops (LISTEN + polling). */
+  start(): Promise<void>;
+  /** Finishes handlers in flight within the deadline and releases the rest. */
+  stop(deadlineMs?: number): Promise<void>;
+  /** Processes until nothing is runnable right now, in the caller's loop. */
+  drain(options?: { maxBatches?: number }): Promise<DrainResult>;
+  readonly worker: Worker;
+  readonly registry: HandlerRegistry<Api>;
+  /** The correspondence read model. */
+  readonly projection: {
+    get(correspondenceId: string): Promise<ProjectedCorrespondence | undefined>;
+    listOpen(options: { after?: string; limit: number }): Promise<string[]>;
+    compare(service: ServiceCorrespondence): Promise<ProjectionDifference[]>;
+  };
+}
+
+/**
+ * The library entry point: register typed handlers and run the worker in your
+ * own Node process.
+ *
+ *   const postroom = createPostroom({ db });
+ *   postroom.on('participant.acted', async (event, ctx) => {
+ *     await ctx.tx.query('INSERT INTO acts (event_id, act) VALUES ($1, $2)', [event.event_id, event.data.act]);
+ *   });
+ *   await postroom.start();
+ */
+export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Postroom<Api> {
+  const registry = createHandlerRegistry<Api>();
+  if (options.handlers) registry.use(options.handlers);
+  const logger = options.logger ?? silentLogger();
+  const worker = createWorker<Api>({
+    db: options.db,
+    registry,
+    logger,
+    metrics: options.metrics,
+    ...(options.api === undefined ? {} : { api: options.api }),
+    ...(options.worker ? { options: options.worker } : {}),
+    ...(options.workerId ? { workerId: options.workerId } : {}),
+  });
+
+  const postroom: Postroom<Api> = {
+    on(type, handler) {
+      registry.on(type, handler);
+      return postroom;
+    },
+    onUnknown(handler) {
+      registry.onUnknown(handler);
+      return postroom;
+    },
+    onEvery(handler) {
+      registry.onEvery(handler);
+      return postroom;
+    },
+    use(handlers) {
+      registry.use(handlers);
+      return postroom;
+    },
+    start: () => worker.start(),
+    stop: (deadlineMs = 10_000) => worker.stop(deadlineMs),
+    drain: (o) => worker.drain(o),
+    worker,
+    registry,
+    projection: {
+      get: (id) => getProjectedCorrespondence(options.db, id),
+      listOpen: (o) => listOpenCorrespondenceIds(options.db, o),
+      compare: async (service) => compareWithService(await getProjectedCorrespondence(options.db, service.correspondence_id), service),
+    },
+  };
+  return postroom;
+}

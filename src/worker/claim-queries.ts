@@ -1,0 +1,118 @@
+import type { Queryable } from '../db/types.js';
+import type { InboxSource } from '../inbox/types.js';
+
+/** A row the worker has claimed (status `processing`, leased to it). */
+export interface ClaimedEvent {
+  event_id: string;
+  type: string;
+  payload: unknown;
+  /** Including this attempt. */
+  attempts: number;
+  correspondence_id: string | null;
+  source: InboxSource;
+  received_at: Date;
+}
+
+/**
+ * Claims up to `limit` runnable events in one statement and one short
+ * transaction.
+ *
+ * Candidates are scanned in occurrence order (inbox_claim_order_idx), so the
+ * earliest events of every correspondence come first. A candidate is skipped
+ * while an earlier event of its correspondence is being processed elsewhere or
+ * waiting out a backoff, unless it has been held longer than the ordering hold.
+ * Candidates are locked with SKIP LOCKED, then checked once more: an earlier
+ * unfinished event of the same correspondence must not exist outside this claim
+ * (another worker may have locked it meanwhile). Earlier events inside the claim
+ * are fine: the batch runs them first, in order. `dead`, `quarantined` and
+ * finished events never hold anything back.
+ *
+ * Claiming counts an attempt, so an event that crashes its worker still runs
+ * out of attempts instead of looping forever.
+ */
+const CLAIM_SQL = `
+WITH candidates AS (
+  SELECT c.event_id, c.correspondence_id, c.occurred_at, c.received_at
+  FROM inbox c
+  WHERE c.status IN ('received', 'failed')
+    AND c.next_attempt_at <= now()
+    AND (c.correspondence_id IS NULL
+         OR c.received_at <= now() - make_interval(secs => $4)
+         OR NOT EXISTS (
+           SELECT 1 FROM inbox e
+           WHERE e.correspondence_id = c.correspondence_id
+             AND e.status IN ('received', 'processing', 'failed')
+             AND e.occurred_at <= c.occurred_at
+             AND (e.occurred_at < c.occurred_at OR e.event_id COLLATE "C" < c.event_id COLLATE "C")
+             AND (e.status = 'processing' OR e.next_attempt_at > now())))
+  ORDER BY c.occurred_at, c.event_id COLLATE "C"
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED
+),
+claimable AS (
+  SELECT c.event_id FROM candidates c
+  WHERE c.correspondence_id IS NULL
+     OR c.received_at <= now() - make_interval(secs => $4)
+     OR NOT EXISTS (
+       SELECT 1 FROM inbox e
+       WHERE e.correspondence_id = c.correspondence_id
+         AND e.status IN ('received', 'processing', 'failed')
+         AND e.occurred_at <= c.occurred_at
+         AND (e.occurred_at < c.occurred_at OR e.event_id COLLATE "C" < c.event_id COLLATE "C")
+         AND NOT EXISTS (SELECT 1 FROM candidates k WHERE k.event_id = e.event_id))
+),
+claimed AS (
+  UPDATE inbox i
+  SET status = 'processing',
+      attempts = i.attempts + 1,
+      locked_by = $1,
+      locked_until = now() + make_interval(secs => $3)
+  FROM claimable k
+  WHERE i.event_id = k.event_id
+  RETURNING i.event_id, i.type, i.payload, i.attempts, i.correspondence_id, i.source, i.received_at, i.occurred_at
+)
+SELECT event_id, type, payload, attempts, correspondence_id, source, received_at
+FROM claimed
+ORDER BY occurred_at NULLS FIRST, event_id COLLATE "C"`;
+
+export interface ClaimParams {
+  workerId: string;
+  limit: number;
+  leaseSeconds: number;
+  orderingHoldSeconds: number;
+}
+
+/** Returns the claimed events in the order they must run: by occurrence, then event id. */
+export async function claimBatch(q: Queryable, p: ClaimParams): Promise<ClaimedEvent[]> {
+  const res = await q.query<ClaimedEvent>(CLAIM_SQL, [p.workerId, p.limit, p.leaseSeconds, p.orderingHoldSeconds]);
+  return res.rows;
+}
+
+/**
+ * Hands back events whose worker stopped renewing its lease (crashed, killed,
+ * partitioned). A worker that is alive holds row locks on its batch while it
+ * runs it, so SKIP LOCKED passes over those. The claim already counted the
+ * attempt: an event that keeps killing its worker goes dead.
+ */
+const REAP_SQL = `
+WITH expired AS (
+  SELECT event_id FROM inbox
+  WHERE status = 'processing' AND locked_until < now()
+  ORDER BY locked_until
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED
+)
+UPDATE inbox i
+SET status = CASE WHEN i.attempts >= $1 THEN 'dead' ELSE 'failed' END,
+    next_attempt_at = now(),
+    last_error = left('lease expired: worker ' || coalesce(i.locked_by, '?') || ' stopped before finishing attempt ' || i.attempts, 1000),
+    locked_by = NULL,
+    locked_until = NULL
+FROM expired x
+WHERE i.event_id = x.event_id
+RETURNING i.event_id, i.type, i.status`;
+
+export async function reapExpiredLeases(q: Queryable, maxAttempts: number, limit = 1000): Promise<Array<{ event_id: string; type: string; status: 'failed' | 'dead' }>> {
+  const res = await q.query<{ event_id: string; type: string; status: 'failed' | 'dead' }>(REAP_SQL, [maxAttempts, limit]);
+  return res.rows;
+}

@@ -1,0 +1,174 @@
+import type { Queryable } from '../db/types.js';
+import type { InboxStatus } from '../inbox/types.js';
+
+export interface InboxStats {
+  byStatus: Record<string, number>;
+  byType: Record<string, Record<string, number>>;
+  total: number;
+  /** The oldest event still received, processing or failed; null when there is none. */
+  oldestUnprocessed: { eventId: string; receivedAt: string; ageSeconds: number } | null;
+}
+
+export async function inboxStats(q: Queryable): Promise<InboxStats> {
+  const counts = await q.query<{ type: string; status: string; n: number }>('SELECT type, status, count(*)::int AS n FROM inbox GROUP BY type, status ORDER BY type, status');
+  // inbox_unfinished_idx: the first entry is the answer.
+  const oldest = await q.query<{ event_id: string; received_at: Date; age: number }>(
+    `SELECT event_id, received_at, extract(epoch FROM now() - received_at)::float8 AS age
+     FROM inbox WHERE status IN ('received', 'processing', 'failed') ORDER BY received_at LIMIT 1`,
+  );
+  const stats: InboxStats = { byStatus: {}, byType: {}, total: 0, oldestUnprocessed: null };
+  for (const r of counts.rows) {
+    const n = Number(r.n);
+    stats.byStatus[r.status] = (stats.byStatus[r.status] ?? 0) + n;
+    (stats.byType[r.type] ??= {})[r.status] = n;
+    stats.total += n;
+  }
+  const o = oldest.rows[0];
+  if (o) stats.oldestUnprocessed = { eventId: o.event_id, receivedAt: new Date(o.received_at).toISOString(), ageSeconds: Math.max(0, Number(o.age)) };
+  return stats;
+}
+
+/** What replay needs to decide about a row. */
+export interface ReplayCandidate {
+  event_id: string;
+  type: string;
+  status: InboxStatus;
+  attempts: number;
+  payload: unknown;
+  raw_body: Uint8Array | null;
+  pruned_at: Date | null;
+  last_error: string | null;
+}
+
+const CANDIDATE_COLUMNS = 'event_id, type, status, attempts, payload, raw_body, pruned_at, last_error';
+
+export async function getReplayCandidate(q: Queryable, eventId: string): Promise<ReplayCandidate | undefined> {
+  const res = await q.query<ReplayCandidate>(`SELECT ${CANDIDATE_COLUMNS} FROM inbox WHERE event_id = $1`, [eventId]);
+  return res.rows[0];
+}
+
+export interface ReplayFilter {
+  status: 'dead' | 'quarantined';
+  type?: string | undefined;
+  since?: Date | undefined;
+}
+
+function filterSql(f: ReplayFilter, params: unknown[]): string {
+  params.push(f.status);
+  const where = [`status = $${params.length}`];
+  if (f.type) {
+    params.push(f.type);
+    where.push(`type = $${params.length}`);
+  }
+  if (f.since) {
+    params.push(f.since);
+    where.push(`received_at >= $${params.length}`);
+  }
+  return where.join(' AND ');
+}
+
+export async function countReplayable(q: Queryable, f: ReplayFilter): Promise<number> {
+  const params: unknown[] = [];
+  const res = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbox WHERE ${filterSql(f, params)}`, params);
+  return Number(res.rows[0]?.n ?? 0);
+}
+
+/** A page of matching rows after `after` (keyset on the primary key). */
+export async function pageReplayable(q: Queryable, f: ReplayFilter, after: string | null, limit: number): Promise<ReplayCandidate[]> {
+  const params: unknown[] = [];
+  const where = filterSql(f, params);
+  params.push(after, limit);
+  const res = await q.query<ReplayCandidate>(
+    `SELECT ${CANDIDATE_COLUMNS} FROM inbox
+     WHERE ${where} AND ($${params.length - 1}::text IS NULL OR event_id > $${params.length - 1})
+     ORDER BY event_id LIMIT $${params.length}`,
+    params,
+  );
+  return res.rows;
+}
+
+/** A quarantined row whose body parses now: its envelope fields, filled in as ingress would have. */
+export interface Reparsed {
+  eventId: string;
+  type: string;
+  occurredAt: string;
+  correspondenceId: string | null;
+  json: string;
+}
+
+/**
+ * Puts events back in the queue as if just received: attempts start again, and
+ * the previous outcome is kept in last_error as history. Only rows still in the
+ * status the caller saw are touched (a worker may have moved them meanwhile).
+ */
+export async function resetForReplay(q: Queryable, rows: ReadonlyArray<{ eventId: string; fromStatus: InboxStatus; reparsed?: Reparsed | undefined }>): Promise<string[]> {
+  if (rows.length === 0) return [];
+  const res = await q.query<{ event_id: string }>(
+    `UPDATE inbox i
+     SET status = 'received',
+         attempts = 0,
+         next_attempt_at = now(),
+         locked_by = NULL,
+         locked_until = NULL,
+         processed_at = NULL,
+         payload = coalesce(u.payload::jsonb, i.payload),
+         type = coalesce(u.type, i.type),
+         occurred_at = coalesce(u.occurred_at, i.occurred_at),
+         correspondence_id = CASE WHEN u.payload IS NULL THEN i.correspondence_id ELSE u.correspondence_id END,
+         last_error = left(format('replayed at %s from %s after %s attempt(s)%s', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                                  i.status, i.attempts, coalesce('; last error: ' || i.last_error, '')), 1000)
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[])
+       AS u(event_id, from_status, payload, occurred_at, correspondence_id, type)
+     WHERE i.event_id = u.event_id AND i.status = u.from_status
+     RETURNING i.event_id`,
+    [
+      rows.map((r) => r.eventId),
+      rows.map((r) => r.fromStatus),
+      rows.map((r) => r.reparsed?.json ?? null),
+      rows.map((r) => r.reparsed?.occurredAt ?? null),
+      rows.map((r) => r.reparsed?.correspondenceId ?? null),
+      rows.map((r) => r.reparsed?.type ?? null),
+    ],
+  );
+  return res.rows.map((r) => r.event_id);
+}
+
+/** A quarantined event that is still invalid: record why, today. */
+export async function noteStillQuarantined(q: Queryable, eventId: string, reason: string): Promise<void> {
+  await q.query(`UPDATE inbox SET last_error = left($2, 1000) WHERE event_id = $1 AND status = 'quarantined'`, [eventId, `still invalid on replay: ${reason}`]);
+}
+
+export async function countPrunable(q: Queryable, olderThanMs: number): Promise<number> {
+  const res = await q.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM inbox
+     WHERE status IN ('processed', 'skipped') AND pruned_at IS NULL AND processed_at < now() - make_interval(secs => $1)`,
+    [olderThanMs / 1000],
+  );
+  return Number(res.rows[0]?.n ?? 0);
+}
+
+/**
+ * Clears payload and raw_body of one page of finished events older than the
+ * cut-off, walking the primary key so each page starts where the last ended.
+ * The row and its id stay: the id is what de-duplicates a late redelivery.
+ */
+export async function prunePage(q: Queryable, olderThanMs: number, after: string | null, limit: number): Promise<{ pruned: number; lastId: string | null }> {
+  const res = await q.query<{ pruned: number; last_id: string | null }>(
+    `WITH page AS (
+       SELECT event_id FROM inbox
+       WHERE ($2::text IS NULL OR event_id > $2)
+         AND status IN ('processed', 'skipped') AND pruned_at IS NULL AND processed_at < now() - make_interval(secs => $1)
+       ORDER BY event_id LIMIT $3
+       FOR UPDATE SKIP LOCKED
+     ),
+     pruned AS (
+       UPDATE inbox i SET payload = NULL, raw_body = NULL, pruned_at = now()
+       FROM page WHERE i.event_id = page.event_id
+       RETURNING i.event_id
+     )
+     SELECT (SELECT count(*) FROM pruned)::int AS pruned, (SELECT max(event_id) FROM page) AS last_id`,
+    [olderThanMs / 1000, after, limit],
+  );
+  const row = res.rows[0];
+  return { pruned: Number(row?.pruned ?? 0), lastId: row?.last_id ?? null };
+}

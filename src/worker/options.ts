@@ -1,0 +1,44 @@
+import type { WorkerConfig } from '../config/config.js';
+import { DEFAULT_RETRY_BACKOFF, type RetryBackoff } from './backoff.js';
+
+export interface WorkerOptions {
+  /** Parallel batch loops (each holds one connection while it runs a batch). */
+  concurrency: number;
+  batchSize: number;
+  /** After this many attempts a failing event is `dead`. */
+  maxAttempts: number;
+  /** How long an event may wait for an earlier event of its correspondence. 0 turns ordering off. */
+  orderingHoldSeconds: number;
+  leaseSeconds: number;
+  /** Polling fallback: notifications are hints and may be missed. */
+  pollIntervalMs: number;
+  handlerTimeoutMs: number;
+  retryBackoff: RetryBackoff;
+  /** LISTEN for inbox inserts (default true). */
+  listen: boolean;
+}
+
+export const DEFAULT_WORKER_OPTIONS: WorkerOptions = {
+  concurrency: 4,
+  batchSize: 100,
+  maxAttempts: 10,
+  orderingHoldSeconds: 300,
+  leaseSeconds: 60,
+  pollIntervalMs: 1000,
+  handlerTimeoutMs: 30_000,
+  retryBackoff: DEFAULT_RETRY_BACKOFF,
+  listen: true,
+};
+
+export function workerOptionsFromConfig(config: WorkerConfig): WorkerOptions {
+  return {
+    ...DEFAULT_WORKER_OPTIONS,
+    concurrency: config.concurrency,
+    batchSize: config.batchSize,
+    maxAttempts: config.maxAttempts,
+    orderingHoldSeconds: config.orderingHoldSeconds,
+    leaseSeconds: config.leaseSeconds,
+    pollIntervalMs: config.pollIntervalMs,
+    handlerTimeoutMs: config.handlerTimeoutMs,
+  };
+}

@@ -1,0 +1,169 @@
+import type { Db, Queryable } from '../db/types.js';
+import { describeError } from '../errors.js';
+import type { HandlerRegistry } from '../events/registry.js';
+import { validateEvent, type ValidatedEvent } from '../events/validate.js';
+import type { Logger } from '../logging/logger.js';
+import { applyToProjection } from '../projection/apply.js';
+import { retryDelayMs } from './backoff.js';
+import type { ClaimedEvent } from './claim-queries.js';
+import { completeEvents, lockClaimed, type Completion } from './complete-queries.js';
+import type { WorkerOptions } from './options.js';
+import { runHandlers, type HandlerRun } from './run-handlers.js';
+
+export interface BatchContext<Api> {
+  db: Db;
+  registry: HandlerRegistry<Api>;
+  logger: Logger;
+  api: Api;
+  workerId: string;
+  options: WorkerOptions;
+  random: () => number;
+  /** True once the worker is stopping: events not yet started are released. */
+  stopping(): boolean;
+  /** Aborted at the stop deadline: a handler still running is interrupted. */
+  stopSignal: AbortSignal;
+}
+
+/** What became of one claimed event, once its transaction committed. */
+export interface EventOutcome {
+  row: ClaimedEvent;
+  completion: Completion;
+  handlerRun: HandlerRun | undefined;
+}
+
+interface Entry {
+  row: ClaimedEvent;
+  validated: ValidatedEvent;
+}
+
+const MAX_ERROR_LENGTH = 1000;
+
+function errorText(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  const text = typeof code === 'string' ? `${code}: ${describeError(err)}` : describeError(err);
+  return text.slice(0, MAX_ERROR_LENGTH);
+}
+
+/**
+ * Runs a claimed batch in one transaction: the projection for all its valid
+ * events (two statements), each event's handlers in a savepoint, then every
+ * status in one statement, and one commit. If the transaction fails outside a
+ * handler (a projection or connection error), the batch is retried event by
+ * event so one bad event cannot hold the others back. Returns the outcomes that
+ * were committed.
+ */
+export async function processClaimed<Api>(bc: BatchContext<Api>, claimed: readonly ClaimedEvent[]): Promise<EventOutcome[]> {
+  const entries = claimed.map((row) => ({ row, validated: validateEvent(row) }));
+  // Correspondences with an event that did not finish here: their later events wait.
+  const held = new Set<string>();
+  try {
+    return await bc.db.transaction((tx) => runBatch(bc, tx, entries, held));
+  } catch (err) {
+    if (entries.length === 1) return recordFailure(bc, entries[0]!, err, held);
+    bc.logger.warn({ err: describeError(err), events: entries.length }, 'batch transaction failed; running its events one at a time');
+  }
+  const outcomes: EventOutcome[] = [];
+  for (const entry of entries) {
+    try {
+      outcomes.push(...(await bc.db.transaction((tx) => runBatch(bc, tx, [entry], held))));
+    } catch (err) {
+      outcomes.push(...(await recordFailure(bc, entry, err, held)));
+    }
+  }
+  return outcomes;
+}
+
+async function runBatch<Api>(bc: BatchContext<Api>, tx: Queryable, entries: readonly Entry[], held: Set<string>): Promise<EventOutcome[]> {
+  const owned = await lockClaimed(
+    tx,
+    entries.map((e) => e.row.event_id),
+    bc.workerId,
+  );
+  const mine = entries.filter((e) => owned.has(e.row.event_id));
+  if (mine.length < entries.length) {
+    bc.logger.warn({ lost: entries.filter((e) => !owned.has(e.row.event_id)).map((e) => e.row.event_id) }, 'lease expired before processing; another worker owns these events now');
+  }
+
+  // The projection follows every valid event, whatever the handlers do: it is
+  // what the service told us, and applying an event twice changes nothing.
+  await applyToProjection(
+    tx,
+    mine.flatMap((e) => (e.validated.kind === 'known' ? [e.validated.event] : [])),
+  );
+
+  const outcomes: EventOutcome[] = [];
+  for (const entry of mine) outcomes.push(await runOne(bc, tx, entry, held));
+
+  const finishedWithCorrespondence = outcomes.some((o) => o.row.correspondence_id !== null && o.completion.status !== 'failed' && o.completion.attemptsDelta === 0);
+  await completeEvents(
+    tx,
+    bc.workerId,
+    outcomes.map((o) => o.completion),
+    finishedWithCorrespondence && bc.options.orderingHoldSeconds > 0,
+  );
+  return outcomes;
+}
+
+async function runOne<Api>(bc: BatchContext<Api>, tx: Queryable, entry: Entry, held: Set<string>): Promise<EventOutcome> {
+  const { row, validated } = entry;
+  const done = (completion: Omit<Completion, 'eventId'>, handlerRun?: HandlerRun): EventOutcome => ({ row, completion: { eventId: row.event_id, ...completion }, handlerRun });
+  const release = (): EventOutcome => {
+    if (row.correspondence_id !== null) held.add(row.correspondence_id);
+    return done({ status: row.attempts <= 1 ? 'received' : 'failed', error: null, retryInMs: 0, attemptsDelta: -1 });
+  };
+
+  if (validated.kind === 'invalid') {
+    bc.logger.warn({ event_id: row.event_id, type: row.type, reason: validated.reason }, 'event data does not match the catalogue; quarantined');
+    return done({ status: 'quarantined', error: validated.reason, retryInMs: null, attemptsDelta: 0 });
+  }
+  if ((row.correspondence_id !== null && held.has(row.correspondence_id)) || bc.stopping()) return release();
+
+  const handlers = bc.registry.handlersFor(validated.kind, row.type);
+  if (handlers.length === 0) {
+    return done({ status: validated.kind === 'known' ? 'processed' : 'skipped', error: null, retryInMs: null, attemptsDelta: 0 });
+  }
+
+  const run = await runHandlers({
+    tx,
+    handlers,
+    event: validated.event,
+    meta: { attempt: row.attempts, eventId: row.event_id, type: row.type, source: row.source, receivedAt: row.received_at, api: bc.api },
+    logger: bc.logger,
+    timeoutMs: bc.options.handlerTimeoutMs,
+    stopSignal: bc.stopSignal,
+  });
+  if (run.outcome === 'ok') return done({ status: 'processed', error: null, retryInMs: null, attemptsDelta: 0 }, run);
+  if (run.outcome === 'interrupted') {
+    const out = release();
+    return { ...out, handlerRun: run };
+  }
+  if (row.correspondence_id !== null) held.add(row.correspondence_id);
+  return failure(bc, row, run.error, run);
+}
+
+function failure<Api>(bc: BatchContext<Api>, row: ClaimedEvent, err: unknown, run: HandlerRun | undefined): EventOutcome {
+  const error = errorText(err);
+  const dead = row.attempts >= bc.options.maxAttempts;
+  const log = { event_id: row.event_id, type: row.type, attempt: row.attempts, max_attempts: bc.options.maxAttempts, err: error };
+  if (dead) {
+    bc.logger.error(log, 'event failed its last attempt; dead (replay it with `postroom inbox replay` once fixed)');
+    return { row, completion: { eventId: row.event_id, status: 'dead', error, retryInMs: null, attemptsDelta: 0 }, handlerRun: run };
+  }
+  const retryInMs = retryDelayMs(row.attempts, bc.random, bc.options.retryBackoff);
+  bc.logger.warn({ ...log, retry_in_ms: retryInMs }, 'event handler failed; will retry');
+  return { row, completion: { eventId: row.event_id, status: 'failed', error, retryInMs, attemptsDelta: 0 }, handlerRun: run };
+}
+
+/** The event's own transaction failed: record the failure on its own (autocommit). */
+async function recordFailure<Api>(bc: BatchContext<Api>, entry: Entry, err: unknown, held: Set<string>): Promise<EventOutcome[]> {
+  if (entry.row.correspondence_id !== null) held.add(entry.row.correspondence_id);
+  const outcome = failure(bc, entry.row, err, undefined);
+  try {
+    const updated = await completeEvents(bc.db, bc.workerId, [outcome.completion], false);
+    return updated === 1 ? [outcome] : [];
+  } catch (again) {
+    // The store is unreachable: the lease runs out and the event is claimed again.
+    bc.logger.error({ event_id: entry.row.event_id, err: describeError(again) }, 'could not record a failure; the event returns when its lease expires');
+    return [];
+  }
+}

@@ -1,0 +1,193 @@
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import type { Component } from '../app/server.js';
+import type { Db } from '../db/types.js';
+import { describeError } from '../errors.js';
+import type { HandlerRegistry } from '../events/registry.js';
+import { INBOX_CHANNEL } from '../inbox/types.js';
+import type { Logger } from '../logging/logger.js';
+import { eventTypeLabel } from '../metrics/labels.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { claimBatch, reapExpiredLeases } from './claim-queries.js';
+import { DEFAULT_WORKER_OPTIONS, type WorkerOptions } from './options.js';
+import { processClaimed, type BatchContext, type EventOutcome } from './process-batch.js';
+
+export interface CreateWorkerOptions<Api = unknown> {
+  db: Db;
+  registry: HandlerRegistry<Api>;
+  logger: Logger;
+  metrics?: Metrics | undefined;
+  api?: Api;
+  options?: Partial<WorkerOptions>;
+  /** Shows in inbox.locked_by; defaults to host:pid:random. */
+  workerId?: string;
+  /** For jitter; injected by tests. */
+  random?: () => number;
+}
+
+export interface DrainResult {
+  /** Events whose transaction committed, by the status they reached. */
+  byStatus: Record<string, number>;
+  batches: number;
+}
+
+export interface Worker extends Component {
+  readonly id: string;
+  readonly options: Readonly<WorkerOptions>;
+  /**
+   * Processes in the caller's own loop until no event is runnable right now
+   * (events waiting out a backoff are not). For scripts, tests and the
+   * embedded store; a started worker does the same continuously.
+   */
+  drain(options?: { maxBatches?: number }): Promise<DrainResult>;
+}
+
+/**
+ * The worker: `concurrency` loops, each claiming a batch, running it in one
+ * transaction and claiming again while there is work; idle loops wake on the
+ * inbox notification or the poll timer, whichever comes first.
+ */
+export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Worker {
+  const options: WorkerOptions = { ...DEFAULT_WORKER_OPTIONS, ...input.options };
+  const { db, metrics } = input;
+  const id = input.workerId ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  const logger = input.logger.child({ component: 'worker', worker_id: id });
+  // The embedded store has one connection: parallel loops would only queue behind each other.
+  const concurrency = db.kind === 'pglite' ? 1 : options.concurrency;
+  const reapEveryMs = Math.min(5000, options.leaseSeconds * 500);
+
+  let stopping = false;
+  let stopController = new AbortController();
+  let loops: Promise<void>[] = [];
+  let unlisten: (() => Promise<void>) | undefined;
+  let lastReapAt = 0;
+  const sleepers = new Set<() => void>();
+
+  const batchContext: BatchContext<Api> = {
+    db,
+    registry: input.registry,
+    logger,
+    api: input.api as Api,
+    workerId: id,
+    options,
+    random: input.random ?? Math.random,
+    stopping: () => stopping,
+    get stopSignal() {
+      return stopController.signal;
+    },
+  };
+
+  const wakeAll = (): void => {
+    for (const wake of sleepers) wake();
+  };
+
+  const sleep = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        sleepers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      sleepers.add(done);
+    });
+
+  function record(outcomes: readonly EventOutcome[]): void {
+    if (!metrics) return;
+    for (const { row, completion, handlerRun } of outcomes) {
+      const label = eventTypeLabel(row.type);
+      if (handlerRun) {
+        metrics.handlerDuration.observe({ event_type: label }, handlerRun.durationMs / 1000);
+        if (handlerRun.outcome === 'failed') metrics.handlerFailures.inc({ event_type: label });
+      }
+      if (completion.attemptsDelta === 0 && completion.status !== 'failed') metrics.eventsProcessed.inc({ event_type: label, status: completion.status });
+      if (completion.status === 'dead') metrics.eventsDead.inc({ event_type: label });
+    }
+  }
+
+  async function reapIfDue(): Promise<void> {
+    const now = Date.now();
+    if (now - lastReapAt < reapEveryMs) return;
+    lastReapAt = now;
+    const reaped = await reapExpiredLeases(db, options.maxAttempts);
+    for (const r of reaped) {
+      logger.warn({ event_id: r.event_id, type: r.type, status: r.status }, 'reclaimed an event whose worker stopped (lease expired)');
+      if (r.status === 'dead') metrics?.eventsDead.inc({ event_type: eventTypeLabel(r.type) });
+    }
+  }
+
+  /** One claim and its batch; undefined when nothing was runnable. */
+  async function runOnce(): Promise<EventOutcome[] | undefined> {
+    await reapIfDue();
+    const claimed = await claimBatch(db, {
+      workerId: id,
+      limit: options.batchSize,
+      leaseSeconds: options.leaseSeconds,
+      orderingHoldSeconds: options.orderingHoldSeconds,
+    });
+    if (claimed.length === 0) return undefined;
+    const outcomes = await processClaimed(batchContext, claimed);
+    record(outcomes);
+    return outcomes;
+  }
+
+  async function loop(n: number): Promise<void> {
+    while (!stopping) {
+      try {
+        if (await runOnce()) continue;
+      } catch (err) {
+        logger.error({ err: describeError(err), loop: n }, 'worker loop error; retrying after the poll interval');
+      }
+      if (!stopping) await sleep(options.pollIntervalMs);
+    }
+  }
+
+  return {
+    name: 'worker',
+    id,
+    options,
+
+    async start() {
+      if (loops.length > 0) return;
+      stopping = false;
+      if (stopController.signal.aborted) stopController = new AbortController();
+      if (options.listen) {
+        unlisten = await db.listen(INBOX_CHANNEL, wakeAll).catch((err: unknown) => {
+          logger.warn({ err: describeError(err) }, 'could not LISTEN for new events; polling only');
+          return undefined;
+        });
+      }
+      loops = Array.from({ length: concurrency }, (_, n) => loop(n));
+      logger.info({ concurrency, batch_size: options.batchSize, store: db.kind }, 'worker started');
+    },
+
+    async stop(deadlineMs) {
+      stopping = true;
+      wakeAll();
+      // At the deadline a handler still running is interrupted; its batch releases it and commits.
+      const hardStop = setTimeout(() => stopController.abort(), Math.max(0, deadlineMs - 250));
+      try {
+        await Promise.race([Promise.all(loops), new Promise((r) => setTimeout(r, deadlineMs).unref())]);
+      } finally {
+        clearTimeout(hardStop);
+        loops = [];
+        await unlisten?.().catch(() => undefined);
+        unlisten = undefined;
+      }
+      logger.info('worker stopped');
+    },
+
+    async drain(drainOptions = {}) {
+      const result: DrainResult = { byStatus: {}, batches: 0 };
+      const max = drainOptions.maxBatches ?? Number.POSITIVE_INFINITY;
+      lastReapAt = 0;
+      while (result.batches < max) {
+        const outcomes = await runOnce();
+        if (!outcomes) break;
+        result.batches++;
+        for (const o of outcomes) result.byStatus[o.completion.status] = (result.byStatus[o.completion.status] ?? 0) + 1;
+      }
+      return result;
+    },
+  };
+}
