@@ -6,6 +6,8 @@ import type { Io } from './output.js';
 import { registerDeliveriesCommands } from './commands/deliveries.js';
 import { registerEndpointsCommands } from './commands/endpoints.js';
 import { registerInboxCommands } from './commands/inbox.js';
+import { registerWorkerInboxCommands } from './commands/worker-inbox.js';
+import { registerCorrespondenceCommands } from './commands/correspondence.js';
 import { registerReconcileCommands } from './commands/reconcile.js';
 import { registerMigrateCommand } from './commands/migrate.js';
 import { registerSendSampleCommand } from './commands/send-sample.js';
@@ -17,6 +19,8 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerServeCommand,
   registerMigrateCommand,
   registerInboxCommands,
+  registerWorkerInboxCommands,
+  registerCorrespondenceCommands,
   registerReconcileCommands,
   registerEndpointsCommands,
   registerDeliveriesCommands,

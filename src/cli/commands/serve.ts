@@ -4,10 +4,11 @@ import { startServer, type ComponentDeps, type Component } from '../../app/serve
 import { createLogger } from '../../logging/logger.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount } from '../duration.js';
+import { workerComponentFactory } from '../../worker/component.js';
 
 /** Components that roles contribute (worker, reconciler); filled in by those domains. */
 export type ComponentFactory = (deps: ComponentDeps, ctx: { role: Role; options: Record<string, unknown> }) => Component | undefined | Promise<Component | undefined>;
-export const SERVE_COMPONENTS: ComponentFactory[] = [];
+export const SERVE_COMPONENTS: ComponentFactory[] = [workerComponentFactory];
 
 export function registerServeCommand(program: Command, ctx: CliContext): void {
   program
@@ -17,6 +18,7 @@ export function registerServeCommand(program: Command, ctx: CliContext): void {
     .option('--no-migrate', 'do not apply pending migrations at start (run `postroom migrate` as a separate step)')
     .option('--port <n>', 'listen port (overrides PORT; default 8080)')
     .option('--host <addr>', 'listen address (overrides HOST; default 127.0.0.1)')
+    .option('--handlers <module>', 'a JS module whose default export is a handler map or a function (postroom) => void (roles all and worker); see docs/worker.md')
     .addHelpText(
       'after',
       `
@@ -24,11 +26,14 @@ Examples:
   $ postroom serve                                  everything in one process, embedded store in ./.postroom
   $ DATABASE_URL=postgres://… POSTROOM_WEBHOOK_SECRETS=whsec_… postroom serve --role ingress --no-migrate
   $ postroom serve --role worker                    scale processing apart from ingress
+  $ postroom serve --handlers ./handlers.js         run your handlers in the worker (docs/worker.md)
+  $ POSTROOM_FORWARD_URL=http://core.internal/events POSTROOM_FORWARD_SECRET=… postroom serve
+                                                    forward every verified event to a non-Node core
 
 Without DATABASE_URL the embedded development store is used (single process, not crash-durable).
 Without POSTROOM_WEBHOOK_SECRETS (outside production) a development secret is generated and kept in the data folder.`,
     )
-    .action(async (opts: { role: string; migrate: boolean; port?: string; host?: string }) => {
+    .action(async (opts: { role: string; migrate: boolean; port?: string; host?: string; handlers?: string }) => {
       const role = parseChoice('--role', opts.role, ROLES);
       const config = ctx.config();
       if (opts.port !== undefined) config.ingress.port = parseCount('--port', opts.port, { min: 0, max: 65535 });
