@@ -142,7 +142,16 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       ...(config.metricsPort === undefined ? { metrics: scrape } : {}),
     });
 
-    server = http.createServer({ requestTimeout: config.ingress.requestTimeoutMs, headersTimeout: Math.min(config.ingress.requestTimeoutMs, 10_000) }, app);
+    server = http.createServer(
+      {
+        requestTimeout: config.ingress.requestTimeoutMs,
+        headersTimeout: Math.min(config.ingress.requestTimeoutMs, 10_000),
+        // Node enforces the two time-outs above only when it checks, every 30 s by default:
+        // a slow-drip body would hold its socket far longer than configured.
+        connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.ingress.requestTimeoutMs / 4))),
+      },
+      app,
+    );
     server.keepAliveTimeout = 5000;
     server.maxHeadersCount = 200;
     await listen(server, config.ingress.port, config.ingress.host);
