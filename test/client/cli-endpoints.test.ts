@@ -117,6 +117,18 @@ describe('postroom endpoints / deliveries against the sandbox', () => {
     expect(r.stdout).toContain(current!.secret);
   });
 
+  it('--overlap 0s (after a leak) stops the old secret at once', async () => {
+    const before = await withDb((db) => loadEndpointSecrets(db, cipher, endpointId, new Date()));
+    const r = await cli(['endpoints', 'rotate-secret', endpointId, '--overlap', '0s']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/previous one is no longer accepted/);
+    const after = await withDb((db) => loadEndpointSecrets(db, cipher, endpointId, new Date()));
+    expect(after.map((s) => s.secret)).not.toContain(before[0]!.secret);
+    expect(after.filter((s) => s.state === 'current')).toHaveLength(1);
+    const bad = await cli(['endpoints', 'rotate-secret', endpointId, '--overlap', 'soon']);
+    expect(bad.stderr).toMatch(/--overlap: expected a duration/);
+  });
+
   it('list, update, test and delete', async () => {
     const list = await cli(['endpoints', 'list', '--json']);
     expect(list.code, list.stderr).toBe(0);

@@ -5,7 +5,7 @@ import { EVENT_TYPE_LABELS } from '../../metrics/labels.js';
 import { recordEndpoint, retireEndpoint, saveEndpointSecret, updateKnownEndpoint } from '../../secrets/store.js';
 import { apiClientFor, bestEffort, confirmLiveWrite, secretStoreFor, type SecretStore } from '../api.js';
 import type { CliContext } from '../context.js';
-import { parseCount } from '../duration.js';
+import { parseCount, parseDuration } from '../duration.js';
 import { printJson, printTable } from '../output.js';
 
 /** webhook.test is sent to every endpoint and cannot be subscribed to. */
@@ -54,10 +54,10 @@ async function storeSecret(
   ctx: CliContext,
   store: SecretStore,
   client: ApiClient,
-  input: { endpointId: string; secret: string; endpoint?: Parameters<typeof saveEndpointSecret>[2]['endpoint'] },
+  input: { endpointId: string; secret: string; overlapSeconds?: number; endpoint?: Parameters<typeof saveEndpointSecret>[2]['endpoint'] },
 ): Promise<Date> {
   const now = new Date();
-  const overlap = ctx.config().secretOverlapSeconds;
+  const overlap = input.overlapSeconds ?? ctx.config().secretOverlapSeconds;
   await saveEndpointSecret(store.db, store.cipher, {
     endpointId: input.endpointId,
     secret: input.secret,
@@ -260,19 +260,23 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
     .command('rotate-secret <endpoint_id>')
     .description('Get a new signing secret and store it; the previous one stays accepted for POSTROOM_SECRET_OVERLAP_SECONDS.')
     .option('--show-secret', 'also print the new secret; it is never printed otherwise')
+    .option('--overlap <duration>', 'how long the previous secret stays accepted, e.g. 1h, or 0s after a leak (default POSTROOM_SECRET_OVERLAP_SECONDS)')
     .option('--yes', 'confirm a write on the live plane without a prompt')
     .option('--json', 'print the result as JSON (without the secret unless --show-secret)')
     .addHelpText(
       'after',
       `
-Example:
+Examples:
   $ postroom endpoints rotate-secret ep_123
+  $ postroom endpoints rotate-secret ep_123 --overlap 0s --yes     after a leak: the old secret stops verifying at once
 
 The service signs with the new secret at once; postroom keeps accepting the old one until the overlap ends,
 so deliveries signed before the rotation and still being retried verify. Every running ingress picks the new
 secret up within seconds. Watch postroom_ingress_secret_matches_total{secret="endpoint:<id>:previous"} fall to zero.`,
     )
-    .action(async (endpointId: string, opts: { showSecret?: boolean; yes?: boolean; json?: boolean }) => {
+    .action(async (endpointId: string, opts: { showSecret?: boolean; overlap?: string; yes?: boolean; json?: boolean }) => {
+      const overlapSeconds = opts.overlap === undefined ? undefined : Math.floor(parseDuration('--overlap', opts.overlap) / 1000);
+      if (overlapSeconds !== undefined && overlapSeconds > 30 * 86_400) throw new PostroomError('invalid_flag', '--overlap: expected at most 30d');
       const store = await secretStoreFor(ctx, { showSecret: opts.showSecret, command: `endpoints rotate-secret ${endpointId}` });
       const client = apiClientFor(ctx);
       try {
@@ -281,7 +285,7 @@ secret up within seconds. Watch postroom_ingress_secret_matches_total{secret="en
         let previousUntil: Date | undefined;
         if (store) {
           try {
-            previousUntil = await storeSecret(ctx, store, client, { endpointId: rotated.endpoint_id, secret: rotated.secret });
+            previousUntil = await storeSecret(ctx, store, client, { endpointId: rotated.endpoint_id, secret: rotated.secret, ...(overlapSeconds !== undefined ? { overlapSeconds } : {}) });
           } catch (err) {
             if (!opts.showSecret) {
               throw new PostroomError(
@@ -305,7 +309,13 @@ secret up within seconds. Watch postroom_ingress_secret_matches_total{secret="en
           return;
         }
         ctx.io.stdout.write(`rotated the signing secret of ${rotated.endpoint_id}\n`);
-        if (previousUntil) ctx.io.stdout.write(`  new secret stored encrypted; the previous one is accepted until ${previousUntil.toISOString()}\n`);
+        if (previousUntil) {
+          ctx.io.stdout.write(
+            previousUntil.getTime() <= Date.now()
+              ? '  new secret stored encrypted; the previous one is no longer accepted\n'
+              : `  new secret stored encrypted; the previous one is accepted until ${previousUntil.toISOString()}\n`,
+          );
+        }
         if (opts.showSecret) ctx.io.stdout.write(`  secret  ${rotated.secret}\n`);
       } finally {
         await client.close();
