@@ -14,7 +14,7 @@ import { staticSecrets, type SecretProvider } from '../ingress/secrets.js';
 import { secretCipherFromConfig } from '../secrets/from-config.js';
 import { createEndpointSecretProvider, type EndpointSecretProvider } from '../secrets/provider.js';
 import type { Logger } from '../logging/logger.js';
-import { refreshInboxGauges } from '../metrics/inbox-gauges.js';
+import { refreshStoreGauges } from '../metrics/store-gauges.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { VERSION } from '../version.js';
 import { loadOrCreateDevSecret } from './dev-secret.js';
@@ -134,7 +134,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       });
       webhookRouter = createIngressRouter({ core, logger, maxBodyBytes: config.ingress.maxBodyBytes, metrics });
     }
-    const scrape = { metrics, beforeScrape: () => refreshInboxGauges(metrics, db) };
+    const scrape = { metrics, beforeScrape: () => refreshStoreGauges(metrics, db) };
     const app = createHttpApp({
       logger,
       readiness,

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import net from 'node:net';
+import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
@@ -123,9 +124,9 @@ describe.skipIf(!pgUrl)('bad input against a running receiver', () => {
     const chunked = await request(hook, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-service-signature': header },
-      body: (async function* () {
+      body: Readable.from((function* () {
         for (let i = 0; i < 10; i++) yield Buffer.alloc(LIMIT / 4, 'b');
-      })(),
+      })()),
     });
     expect(chunked.statusCode).toBe(413);
     await chunked.body.dump().catch(() => undefined);

@@ -50,6 +50,10 @@ describe.skipIf(!pg)('ingress when the store is cut off (Postgres behind a TCP p
     expect(refused.body.error?.code).toBe('store_unavailable');
     const ready = await fetch(`${server.url}/readyz`);
     expect(ready.status).toBe(503);
+    // Metrics stay scrapeable while the store is gone, and say so.
+    const scrape = await fetch(`${server.url}/metrics`);
+    expect(scrape.status).toBe(200);
+    expect(await scrape.text()).toMatch(/^postroom_store_up 0$/m);
 
     proxy.restore();
     // The sender retries until the store answers again; the first 2xx means it is stored.

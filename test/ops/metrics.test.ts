@@ -3,6 +3,7 @@ import { request } from 'undici';
 import type { RunningServer } from '../../src/app/server.js';
 import { openDefaultTestStore, type TestStore } from '../support/db.js';
 import { makeEvent, postEvent } from '../support/events.js';
+import { freePort } from '../support/process.js';
 import { startReceiver, TEST_SECRET } from '../support/receiver.js';
 
 /** Parses the exposition format into `name{labels}` → value. */
@@ -68,6 +69,16 @@ describe('metrics after a known sequence of requests', () => {
     expect([...m.keys()].some((k) => k.includes(a.event_id))).toBe(false);
   });
 
+  it('reports reconcile state from the database, so restarts and CLI runs cannot reset it', async () => {
+    await store.db.query(`INSERT INTO reconcile_runs (outcome, finished_at, summary) VALUES ('gaps_open', '2026-11-20T10:00:00Z', '{"atRisk":{"count":3}}')`);
+    await store.db.query(`INSERT INTO reconcile_gaps (event_id, event_type, endpoint_id, delivery_id) VALUES ('evt_gap_m1', 'wallet.debited', 'ep_1', 'dlv_1')`);
+    const m = parse(await (await request(`${server.url}/metrics`)).body.text());
+    expect(m.get('postroom_reconcile_gaps_open')).toBe(1);
+    expect(m.get('postroom_reconcile_last_success_timestamp_seconds')).toBe(Date.parse('2026-11-20T10:00:00Z') / 1000);
+    expect(m.get('postroom_reconcile_deliveries_at_risk')).toBe(3);
+    expect(m.get('postroom_store_up')).toBe(1);
+  });
+
   it('keeps separate registries per app instance', async () => {
     const other = await startReceiver({ db: store.db, env: { PORT: '0' } });
     try {
@@ -79,7 +90,7 @@ describe('metrics after a known sequence of requests', () => {
   });
 
   it('serves metrics on their own port when POSTROOM_METRICS_PORT is set', async () => {
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    const port = await freePort();
     const other = await startReceiver({ db: store.db, env: { POSTROOM_METRICS_PORT: String(port) } });
     try {
       expect((await request(`${other.url}/metrics`)).statusCode).toBe(404);
