@@ -67,7 +67,8 @@ export interface SandboxControl {
   claim(claimId: string): EventSummary[];
   expireClaim(claimId: string): EventSummary;
   campaignStatus(input: { campaignId?: string; status: string }): EventSummary;
-  trigger(type: EventType, options?: { count?: number; act?: ParticipantAct }): EventSummary[];
+  /** `fired`: the events of `type` asked for; `events`: everything the changes fired, in order. */
+  trigger(type: EventType, options?: { count?: number; act?: ParticipantAct }): { fired: EventSummary[]; events: EventSummary[] };
   /** A webhook endpoint without the API (URL rules still apply); subscribes to every type unless `events` is given. */
   registerEndpoint(input: { url: string; events?: string[] }): Promise<EndpointView & { secret: string }>;
 
@@ -171,9 +172,14 @@ export function createControl(deps: {
       const count = options.count ?? 1;
       if (!Number.isInteger(count) || count < 1 || count > MAX_TRIGGER_COUNT) throw apiErrors.invalid('count', `expected a whole number from 1 to ${MAX_TRIGGER_COUNT}`);
       if (options.act !== undefined && !(PARTICIPANT_ACTS as readonly string[]).includes(options.act)) throw apiErrors.invalid('act', `expected one of ${PARTICIPANT_ACTS.join(', ')}`);
-      const out: EventSummary[] = [];
-      for (let i = 0; i < count; i++) for (const e of deps.triggers.fire(type, options.act ? { act: options.act } : {})) out.push(summarise(e));
-      return out;
+      const fired: EventSummary[] = [];
+      const events: EventSummary[] = [];
+      for (let i = 0; i < count; i++) {
+        const r = deps.triggers.fire(type, options.act ? { act: options.act } : {});
+        for (const e of r.events) events.push(summarise(e));
+        for (const e of r.fired) fired.push(summarise(e));
+      }
+      return { fired, events };
     },
     registerEndpoint: (input) => deps.endpoints.create({ url: input.url, events: input.events ?? [...SUBSCRIBABLE_EVENT_TYPES] }),
 

@@ -26,6 +26,8 @@ export interface CreateOptions {
 export interface CorrespondenceService {
   create(input: CreateCorrespondenceInput, options: CreateOptions): Correspondence;
   get(correspondenceId: string): Correspondence;
+  /** Completes a queued send now instead of after the queue delay (no-op when already complete). */
+  completeSend(correspondenceId: string): void;
   act(participantId: string, act: ParticipantAct): SandboxEvent[];
   /** A recipient verified: each of its held items delivers and fires participant.acted. */
   verify(target: { addressing: Addressing } | { participantId: string }): Participant[];
@@ -97,6 +99,7 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
 
   return {
     get,
+    completeSend: (id) => drain(get(id)),
     create(input, options) {
       const missing = input.document_ids.find((d) => !state.documents.has(d));
       if (missing !== undefined) throw apiErrors.unprocessable('unknown_document', `document_ids: no uploaded document ${JSON.stringify(missing.slice(0, 100))}.`, { field: 'document_ids', document_id: missing });

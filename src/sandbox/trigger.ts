@@ -14,8 +14,11 @@ export interface TriggerOptions {
 }
 
 export interface Triggers {
-  /** Fires one event of `type` through a real state change, with whatever else that change fires. */
-  fire(type: EventType, options?: TriggerOptions): SandboxEvent[];
+  /**
+   * Fires one event of `type` (one per active endpoint for webhook.test) through a real
+   * state change. `events` is everything the change fired, `fired` the requested ones.
+   */
+  fire(type: EventType, options?: TriggerOptions): { events: SandboxEvent[]; fired: SandboxEvent[] };
   /** A webhook.test event to one endpoint, whatever it subscribes to. */
   test(endpointId: string): SandboxEvent;
 }
@@ -81,7 +84,8 @@ export function createTriggers(deps: {
           send(type);
           break;
         case 'correspondence.send_completed':
-          send(type, { queued: true, recipients: [recipient(0), recipient(8), recipient(9)] });
+          // Completed at once so the trigger can report the event it was asked for.
+          correspondence.completeSend(send(type, { queued: true, recipients: [recipient(0), recipient(8), recipient(9)] }).correspondenceId);
           break;
         case 'participant.acted':
           correspondence.act(deliveredParticipant(type), options.act ?? 'read');
@@ -123,7 +127,11 @@ export function createTriggers(deps: {
           for (const e of state.endpoints.values()) if (e.active) this.test(e.endpointId);
           break;
       }
-      return since(mark);
+      const events = since(mark);
+      // The requested event is the last of its type: a change may fire others of the same type first
+      // (a new file's deliveries before the act that was asked for).
+      const ofType = events.filter((e) => e.type === type);
+      return { events, fired: type === 'webhook.test' ? ofType : ofType.slice(-1) };
     },
     test(endpointId) {
       deps.endpoints.get(endpointId);

@@ -192,13 +192,14 @@ Examples:
         throw new PostroomError('sandbox_unreachable', `Could not reach the sandbox at ${base}: ${describeError(err)}. Is \`postroom sandbox\` running there?`, { cause: err });
       }
       const text = await res.body.text();
-      let body: { events?: Array<{ event_id: string; type: string; correspondence_id: string | null }>; error?: { code?: string; message?: string } } = {};
+      type Summary = { event_id: string; type: string; correspondence_id: string | null };
+      let body: { fired?: Summary[]; events?: Summary[]; error?: { code?: string; message?: string } } = {};
       try {
         body = JSON.parse(text) as typeof body;
       } catch {
         // Not the sandbox answering: reported below with the status.
       }
-      if (res.statusCode !== 200 || !body.events) {
+      if (res.statusCode !== 200 || !body.events || !body.fired) {
         const why = body.error?.message ?? text.slice(0, 200);
         throw new PostroomError('trigger_failed', `The sandbox at ${base} answered ${res.statusCode}${body.error?.code ? ` ${body.error.code}` : ''}: ${why}`);
       }
@@ -206,8 +207,7 @@ Examples:
         printJson(ctx.io, body);
         return;
       }
-      const main = body.events.filter((e) => e.type === eventType);
-      ctx.io.stdout.write(`fired ${main.length} ${eventType} event(s) (${body.events.length} in all, with what the change also fired)\n`);
+      ctx.io.stdout.write(`fired ${body.fired.length} ${eventType} event(s) (${body.events.length} in all, with what the changes also fired)\n`);
       for (const e of body.events) ctx.io.stdout.write(`  ${e.event_id}  ${e.type}${e.correspondence_id ? `  ${e.correspondence_id}` : ''}\n`);
     });
 }
