@@ -53,7 +53,14 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
 
   return {
     async accept({ rawBody, headers, endpointId }) {
-      const secretSet = await options.secrets.secretsFor(endpointId);
+      let secretSet;
+      try {
+        secretSet = await options.secrets.secretsFor(endpointId);
+      } catch (err) {
+        // Stored secrets unreadable (store down, nothing cached): the sender must retry, not give up.
+        logger.error({ endpoint_id: endpointId, err: describeError(err) }, 'could not load signing secrets; answering 503');
+        return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'store_error' };
+      }
       const signatureHeader = headers['x-service-signature'];
       const verified = verifySignature({
         header: signatureHeader,

@@ -88,3 +88,30 @@ describe('postroom router mounted in a host Express app', () => {
     expect(bad.status).toBe(404);
   });
 });
+
+describe('a secrets provider that cannot answer', () => {
+  it('answers 503 with Retry-After so the sender retries', async () => {
+    const store = await openDefaultTestStore();
+    const writer = createInboxWriter({ db: store.db, logger: silentLogger(), maxBatch: 8 });
+    try {
+      const core = createIngressCore({
+        writer,
+        secrets: { secretsFor: () => Promise.reject(new Error('store down')) },
+        clock: systemClock,
+        logger: silentLogger(),
+        toleranceSeconds: 300,
+        scheme: 'body',
+        ackTimeoutMs: 1000,
+      });
+      const app = express();
+      app.use('/hooks', createIngressRouter({ core, logger: silentLogger(), maxBodyBytes: 1024 }));
+      const body = JSON.stringify(makeEvent());
+      const res = await request(app).post('/hooks/ep_1').set('x-service-signature', sign({ secret: TEST_SECRET, body })).send(body);
+      expect(res.status).toBe(503);
+      expect(res.headers['retry-after']).toBe('5');
+    } finally {
+      await writer.close();
+      await store.cleanup();
+    }
+  });
+});
