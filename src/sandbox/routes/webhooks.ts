@@ -3,6 +3,7 @@ import { DELIVERY_STATUSES, type DeliveryStatus } from '../catalogue.js';
 import { toRecord, type DeliveryStore } from '../deliveries.js';
 import type { EndpointService } from '../endpoints.js';
 import { apiErrors } from '../errors.js';
+import { endpointView } from '../state.js';
 import type { IdempotencyStore } from '../idempotency.js';
 import type { Triggers } from '../trigger.js';
 import { operation, parseLimit, queryParam } from './http.js';
@@ -22,10 +23,7 @@ export function createWebhooksRouter(deps: { endpoints: EndpointService; deliver
   );
   r.get(
     '/webhook-endpoints/:endpoint_id',
-    operation('webhooks.read', (req) => {
-      const e = deps.endpoints.get(String(req.params.endpoint_id));
-      return { status: 200, body: { endpoint_id: e.endpointId, url: e.url, events: [...e.events], active: e.active, created_at: new Date(e.createdAt).toISOString() } };
-    }),
+    operation('webhooks.read', (req) => ({ status: 200, body: endpointView(deps.endpoints.get(String(req.params.endpoint_id))) })),
   );
   r.patch('/webhook-endpoints/:endpoint_id', operation('webhooks.write', async (req) => ({ status: 200, body: await deps.endpoints.update(String(req.params.endpoint_id), body(req.body)) })));
   r.delete(
