@@ -187,7 +187,11 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       s.keepAliveTimeout = 5_000;
       await new Promise<void>((resolve, reject) => {
         const onError = (err: NodeJS.ErrnoException): void => {
-          reject(err.code === 'EADDRINUSE' ? new ConfigError('--port', `port ${port} on ${host} is already in use; choose another with --port`, { cause: err }) : err);
+          if (err.code === 'EADDRINUSE') reject(new ConfigError('--port', `port ${port} on ${host} is already in use; choose another with --port`, { cause: err }));
+          else if (err.code === 'EACCES') reject(new ConfigError('--port', `not allowed to listen on port ${port}; use a port above 1023`, { cause: err }));
+          else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') {
+            reject(new ConfigError('--host', `cannot listen on ${host}: not an address of this machine (try 127.0.0.1 or 0.0.0.0)`, { cause: err }));
+          } else reject(err);
         };
         s.once('error', onError);
         s.listen(port, host, () => {

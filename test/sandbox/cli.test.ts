@@ -28,6 +28,20 @@ describe('postroom sandbox: flags', () => {
     });
   }
 
+  it('names --port when the port is taken and --host when the address is not local', async () => {
+    const busy = await sandbox();
+    try {
+      const port = new URL(busy.url).port;
+      const taken = await runCli(['sandbox', '--port', port]);
+      expect(taken.code).toBe(1);
+      expect(taken.stderr).toMatch(/--port: port \d+ on 127\.0\.0\.1 is already in use/);
+    } finally {
+      await busy.close();
+    }
+    const host = await runCli(['sandbox', '--port', '0', '--host', '192.0.2.1']);
+    expect(host.stderr).toMatch(/--host: cannot listen on 192\.0\.2\.1/);
+  });
+
   it('explains itself with examples', async () => {
     const run = await runCli(['sandbox', '--help']);
     expect(run.code).toBe(0);
