@@ -202,7 +202,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       server = s;
       const addr = s.address() as AddressInfo;
       url = `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}`;
-      logger.info({ url, seed }, 'sandbox listening');
+      logger.debug({ url, seed }, 'sandbox listening');
       return url;
     },
     close() {

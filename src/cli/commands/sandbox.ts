@@ -114,7 +114,9 @@ see docs/sandbox.md. Not part of the service.`,
       if (opts.failShare !== undefined) faults.failShare = parseRate('--fail-share', opts.failShare);
 
       const config = ctx.config();
-      const logger = createLogger({ level: config.logLevel, pretty: !opts.json && Boolean(process.stderr.isTTY), destination: opts.json ? (process.stderr as never) : undefined });
+      // Results (the banner, --json) go to stdout; logs (dead deliveries, errors) stay on stderr unless a person is watching.
+      const pretty = !opts.json && Boolean(process.stdout.isTTY);
+      const logger = createLogger({ level: config.logLevel, pretty, ...(pretty ? {} : { destination: process.stderr as never }) });
       const sb = createSandbox({
         ...(generated ? {} : { keys }),
         allowPrivateTargets: opts.allowPrivateTargets ?? false,
