@@ -34,6 +34,8 @@ export function buildProgram(ctx: CliContext): Command {
   const program = new Command('postroom')
     .description('Receive, verify, de-duplicate and process the Correspondence Delivery Service\'s webhook events, and reconcile every one that was missed.')
     .showHelpAfterError('(run with --help for usage)')
+    // Options after a subcommand belong to that subcommand (`sandbox trigger --key …`), not its parent.
+    .enablePositionalOptions()
     .configureOutput({
       writeOut: (s) => ctx.io.stdout.write(s),
       writeErr: (s) => ctx.io.stderr.write(s),
