@@ -7,13 +7,15 @@ import { z } from 'zod';
  * `act` string is accepted, so the service can add fields without us
  * quarantining its events; only what postroom relies on is required.
  */
-const id = z.string().min(1);
-const count = z.number().int().nonnegative();
+// Ids are stored in indexed columns: bounded like ingress bounds event ids.
+const id = z.string().min(1).max(256);
+// Counts land in integer columns; a larger value is a broken event, not a big send.
+const count = z.number().int().nonnegative().max(2_147_483_647);
 
 const participantSnapshot = z.looseObject({
   participant_id: id,
   ref: z.string(),
-  state: z.string(),
+  state: z.string().max(64),
 });
 
 export const EVENT_CATALOGUE = {
@@ -35,7 +37,7 @@ export const EVENT_CATALOGUE = {
     correspondence_id: id,
     participant_id: id,
     /** `delivered`, `read`, `approved`, `signed`, `consent_given`, `consent_declined`, `submitted`, or any other string. */
-    act: z.string().min(1),
+    act: z.string().min(1).max(256),
     ref: z.string(),
   }),
   'document.attached': z.looseObject({
@@ -84,8 +86,19 @@ export type EventCatalogue = typeof EVENT_CATALOGUE;
 export type EventType = keyof EventCatalogue;
 export const EVENT_TYPES = Object.keys(EVENT_CATALOGUE) as EventType[];
 
-/** The validated `data` of an event type (unknown extra fields included as `unknown`). */
-export type EventData<T extends EventType> = z.infer<EventCatalogue[T]>;
+/**
+ * Drops the index signature loose schemas infer, so a typo such as
+ * `event.data.participantId` is a compile error. The extra fields are still there
+ * at run time (validation keeps them); read one with a cast when you need it.
+ */
+type KnownFields<T> = T extends ReadonlyArray<infer U>
+  ? Array<KnownFields<U>>
+  : T extends object
+    ? { [K in keyof T as string extends K ? never : K]: KnownFields<T[K]> }
+    : T;
+
+/** The validated `data` of an event type. */
+export type EventData<T extends EventType> = KnownFields<z.infer<EventCatalogue[T]>>;
 
 /** The act values the sandbox uses; any other string is accepted too. */
 export const KNOWN_ACTS = ['delivered', 'read', 'approved', 'signed', 'consent_given', 'consent_declined', 'submitted'] as const;
