@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import type { Db, Queryable } from '../../src/db/types.js';
+import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
+import type { InboxSource, NewInboxEvent } from '../../src/inbox/types.js';
+
+export interface Envelope {
+  event_id: string;
+  type: string;
+  at: string;
+  data: Record<string, unknown>;
+}
+
+export function envelope(type: string, data: Record<string, unknown>, at: string | Date = new Date(), eventId = `evt_${randomUUID()}`): Envelope {
+  return { event_id: eventId, type, at: typeof at === 'string' ? at : at.toISOString(), data };
+}
+
+/** An inbox row as ingress (or the reconciler) would write it for this envelope. */
+export function toRow(e: Envelope, source: InboxSource = 'webhook'): NewInboxEvent {
+  const json = JSON.stringify(e);
+  return {
+    eventId: e.event_id,
+    type: e.type,
+    occurredAt: e.at,
+    payloadJson: json,
+    rawBody: Buffer.from(json),
+    signatureHeader: null,
+    headers: null,
+    endpointId: null,
+    source,
+    correspondenceId: typeof e.data.correspondence_id === 'string' ? e.data.correspondence_id : null,
+    secretIndex: null,
+    status: 'received',
+    lastError: null,
+  };
+}
+
+/** Inserts (and notifies) in one statement, as one group-commit flush would. */
+export async function insertEnvelopes(db: Queryable, events: readonly Envelope[]): Promise<void> {
+  await insertInboxBatch(db, events.map((e) => toRow(e)));
+}
+
+export interface InboxRow {
+  event_id: string;
+  status: string;
+  attempts: number;
+  last_error: string | null;
+  next_attempt_at: Date;
+  locked_by: string | null;
+}
+
+export async function inboxRow(db: Queryable, eventId: string): Promise<InboxRow> {
+  const res = await db.query<InboxRow>('SELECT event_id, status, attempts, last_error, next_attempt_at, locked_by FROM inbox WHERE event_id = $1', [eventId]);
+  if (!res.rows[0]) throw new Error(`no inbox row ${eventId}`);
+  return res.rows[0];
+}
+
+export async function countByStatus(db: Queryable): Promise<Record<string, number>> {
+  const res = await db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM inbox GROUP BY status');
+  return Object.fromEntries(res.rows.map((r) => [r.status, Number(r.n)]));
+}
+
+/** Makes every waiting event due now (skips the backoff without touching the clock). */
+export async function makeDue(db: Queryable): Promise<void> {
+  await db.query(`UPDATE inbox SET next_attempt_at = now() WHERE status IN ('received', 'failed')`);
+}
+
+/** Polls until fn returns a value other than undefined/false; fails with `what` after the timeout. */
+export async function waitFor<T>(fn: () => Promise<T | undefined | false>, what: string, timeoutMs = 20_000, intervalMs = 50): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** A table handlers write their effects to: one row per event, `n` counts how often it was written. */
+export async function createEffectsTable(db: Db | Queryable): Promise<void> {
+  await db.exec(`CREATE TABLE IF NOT EXISTS effects (
+    event_id text PRIMARY KEY,
+    correspondence_id text,
+    seq integer,
+    n integer NOT NULL DEFAULT 1,
+    worker text NOT NULL DEFAULT current_setting('application_name'),
+    written_at timestamptz NOT NULL DEFAULT clock_timestamp()
+  )`);
+}
+
+export const EFFECT_SQL = `INSERT INTO effects (event_id, correspondence_id, seq) VALUES ($1, $2, $3)
+  ON CONFLICT (event_id) DO UPDATE SET n = effects.n + 1`;
