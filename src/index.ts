@@ -4,7 +4,7 @@
  */
 
 // Handlers and the worker, in your own process.
-export { createPostroom, type Postroom, type PostroomOptions } from './postroom.js';
+export { createPostroom, type Postroom, type PostroomOptions, type PostroomRouterOptions } from './postroom.js';
 export { createWorker, type CreateWorkerOptions, type DrainResult, type Worker } from './worker/worker.js';
 export { DEFAULT_WORKER_OPTIONS, workerOptionsFromConfig, type WorkerOptions } from './worker/options.js';
 export { DEFAULT_RETRY_BACKOFF, retryDelayMs, type RetryBackoff } from './worker/backoff.js';

@@ -1,7 +1,15 @@
+import type express from 'express';
+import { systemClock } from './clock.js';
 import type { Db } from './db/types.js';
+import { ConfigError } from './errors.js';
 import type { EventType } from './events/catalogue.js';
 import type { EventHandler, EveryEventHandler, HandlerMap, UnknownEventHandler } from './events/handlers.js';
 import { createHandlerRegistry, type HandlerRegistry } from './events/registry.js';
+import { createInboxWriter, type InboxWriter } from './inbox/group-commit.js';
+import { createIngressCore } from './ingress/accept.js';
+import { createIngressRouter } from './ingress/router.js';
+import { staticSecrets, type SecretProvider } from './ingress/secrets.js';
+import type { SignedPayloadScheme } from './signature/index.js';
 import { silentLogger, type Logger } from './logging/logger.js';
 import type { Metrics } from './metrics/metrics.js';
 import { compareWithService, type ProjectionDifference, type ServiceCorrespondence } from './projection/compare.js';
@@ -19,6 +27,19 @@ export interface PostroomOptions<Api = unknown> {
   api?: Api;
   worker?: Partial<WorkerOptions>;
   workerId?: string;
+  /** Signing secrets for router(): the endpoint's secret(s), or a provider (per-endpoint secrets). */
+  secrets?: readonly string[] | SecretProvider;
+}
+
+export interface PostroomRouterOptions {
+  /** Overrides the secrets given to createPostroom. */
+  secrets?: readonly string[] | SecretProvider;
+  toleranceSeconds?: number;
+  maxBodyBytes?: number;
+  scheme?: SignedPayloadScheme;
+  ackTimeoutMs?: number;
+  /** Rows per group-commit flush. */
+  maxBatch?: number;
 }
 
 export interface Postroom<Api = unknown> {
@@ -30,9 +51,14 @@ export interface Postroom<Api = unknown> {
   onEvery(handler: EveryEventHandler<Api>): Postroom<Api>;
   /** Registers a handler map (`{ 'participant.acted': fn, '*': fn }`). */
   use(handlers: HandlerMap<Api>): Postroom<Api>;
+  /**
+   * The webhook route for your own Express app, writing to the same store:
+   * `app.use('/hooks', postroom.router())`, mounted before any express.json().
+   */
+  router(options?: PostroomRouterOptions): express.Router;
   /** Starts the worker loops (LISTEN + polling). */
   start(): Promise<void>;
-  /** Finishes handlers in flight within the deadline and releases the rest. */
+  /** Finishes handlers in flight within the deadline and releases the rest; flushes the routers' pending writes. */
   stop(deadlineMs?: number): Promise<void>;
   /** Processes until nothing is runnable right now, in the caller's loop. */
   drain(options?: { maxBatches?: number }): Promise<DrainResult>;
@@ -54,6 +80,7 @@ export interface Postroom<Api = unknown> {
  *   postroom.on('participant.acted', async (event, ctx) => {
  *     await ctx.tx.query('INSERT INTO acts (event_id, act) VALUES ($1, $2)', [event.event_id, event.data.act]);
  *   });
+ *   app.use('/webhooks', postroom.router());   // optional: receive in the same app
  *   await postroom.start();
  */
 export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Postroom<Api> {
@@ -69,6 +96,8 @@ export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Po
     ...(options.worker ? { options: options.worker } : {}),
     ...(options.workerId ? { workerId: options.workerId } : {}),
   });
+
+  const writers: InboxWriter[] = [];
 
   const postroom: Postroom<Api> = {
     on(type, handler) {
@@ -87,8 +116,30 @@ export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Po
       registry.use(handlers);
       return postroom;
     },
+    router(routerOptions = {}) {
+      const given = routerOptions.secrets ?? options.secrets;
+      if (!given || (Array.isArray(given) && given.length === 0)) {
+        throw new ConfigError('secrets', 'router() needs the webhook signing secret(s): createPostroom({ db, secrets: [process.env.POSTROOM_WEBHOOK_SECRET] })');
+      }
+      const secrets = Array.isArray(given) ? staticSecrets(given) : (given as SecretProvider);
+      const writer = createInboxWriter({ db: options.db, logger, maxBatch: routerOptions.maxBatch ?? 256 });
+      writers.push(writer);
+      const core = createIngressCore({
+        writer,
+        secrets,
+        clock: systemClock,
+        logger,
+        toleranceSeconds: routerOptions.toleranceSeconds ?? 300,
+        scheme: routerOptions.scheme ?? 'body',
+        ackTimeoutMs: routerOptions.ackTimeoutMs ?? 5000,
+      });
+      return createIngressRouter({ core, logger, maxBodyBytes: routerOptions.maxBodyBytes ?? 1024 * 1024, ...(options.metrics ? { metrics: options.metrics } : {}) });
+    },
     start: () => worker.start(),
-    stop: (deadlineMs = 10_000) => worker.stop(deadlineMs),
+    async stop(deadlineMs = 10_000) {
+      await Promise.all(writers.map((w) => w.close()));
+      await worker.stop(deadlineMs);
+    },
     drain: (o) => worker.drain(o),
     worker,
     registry,

@@ -1,0 +1,57 @@
+import express from 'express';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as api from '../../src/index.js';
+import { createPostroom } from '../../src/postroom.js';
+import { sign } from '../../src/signature/index.js';
+import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
+import { makeEvent } from '../support/events.js';
+import { countByStatus } from './support.js';
+
+const kinds = await availableStoreKinds();
+const SECRET = 'whsec_library_0123456789abcdef';
+
+describe.each(kinds)('postroom as a library in your own app (%s)', (kind) => {
+  let store: TestStore;
+  beforeAll(async () => {
+    store = await openTestStore(kind);
+  });
+  afterAll(async () => {
+    await store?.cleanup();
+  });
+
+  it('receives through postroom.router() in a host Express app and runs the typed handlers', async () => {
+    const postroom = await createPostroom({ db: store.db, secrets: [SECRET], worker: { listen: false } });
+    const acts: string[] = [];
+    postroom.on('participant.acted', (event) => void acts.push(event.data.act));
+    const app = express();
+    app.use('/integrations/cds/webhooks', postroom.router());
+    app.use(express.json());
+
+    const event = makeEvent();
+    const body = JSON.stringify(event);
+    const res = await request(app).post('/integrations/cds/webhooks').set('content-type', 'application/json').set('x-service-signature', sign({ secret: SECRET, body })).send(body);
+    expect(res.status).toBe(200);
+    await postroom.drain();
+    expect(acts).toEqual(['approved']);
+    expect(await countByStatus(store.db)).toMatchObject({ processed: 1 });
+    expect(await postroom.projection.get('cor_1')).toMatchObject({ participants: [{ participant_id: 'par_1', state: 'delivered', last_act: 'approved' }] });
+    expect(await postroom.projection.compare({ correspondence_id: 'cor_1', status: 'live', participants: [{ participant_id: 'par_1', state: 'delivered' }] })).toEqual([
+      { kind: 'status', correspondenceId: 'cor_1', projection: null, service: 'live' },
+    ]);
+    await postroom.stop(1000);
+  });
+
+  it('asks for the signing secret instead of receiving unverified', () => {
+    const postroom = createPostroom({ db: store.db });
+    expect(() => postroom.router()).toThrow(/router\(\) needs the webhook signing secret/);
+  });
+});
+
+describe('package exports', () => {
+  it('exports the library API, signatures, the ingress router and the errors', () => {
+    for (const name of ['createPostroom', 'createWorker', 'createForwarder', 'sign', 'verifySignature', 'createIngressRouter', 'captureRawBody', 'PostroomError', 'ConfigError', 'getProjectedCorrespondence', 'listOpenCorrespondenceIds', 'compareWithService', 'EVENT_CATALOGUE', 'validateEvent', 'migrate', 'createPgDb', 'createPgliteDb', 'replayEvent']) {
+      expect(api).toHaveProperty(name);
+    }
+  });
+});
