@@ -19,8 +19,9 @@ export interface WorkerComponentOptions extends ComponentDeps {
 /**
  * The worker as a long-running part of `postroom serve`: user handlers from
  * `--handlers`, the forwarder when POSTROOM_FORWARD_URL is set, and the
- * projection always. On Postgres it gets its own small pool so a busy worker
- * never starves ingress of connections.
+ * projection always; handlers get the API client as ctx.api when
+ * POSTROOM_API_BASE_URL is set. On Postgres it gets its own small pool so a
+ * busy worker never starves ingress of connections.
  */
 export function createWorkerComponent(deps: WorkerComponentOptions): Component {
   const { config, logger } = deps;
@@ -29,6 +30,15 @@ export function createWorkerComponent(deps: WorkerComponentOptions): Component {
   let forwarder: Forwarder | undefined;
   let ownDb: Db | undefined;
 
+  const release = async (): Promise<void> => {
+    await forwarder?.close().catch(() => undefined);
+    await api?.close().catch(() => undefined);
+    await ownDb?.close().catch(() => undefined);
+    forwarder = undefined;
+    api = undefined;
+    ownDb = undefined;
+  };
+
   return {
     name: 'worker',
     async start() {
@@ -36,29 +46,33 @@ export function createWorkerComponent(deps: WorkerComponentOptions): Component {
       if (w.forwardUrl && !w.forwardSecret) {
         throw new ConfigError('POSTROOM_FORWARD_SECRET', 'POSTROOM_FORWARD_URL is set, so forwarded events must be signed: set POSTROOM_FORWARD_SECRET to a long random string the receiving core also knows');
       }
-      if (deps.db.kind === 'postgres' && config.database.url) {
-        ownDb = await openDb(config, logger, { poolSize: w.concurrency + 1, applicationName: 'postroom-worker' });
+      try {
+        if (deps.db.kind === 'postgres' && config.database.url) {
+          ownDb = await openDb(config, logger, { poolSize: w.concurrency + 1, applicationName: 'postroom-worker' });
+        }
+        if (config.api.baseUrl) api = createApiClientFromConfig(config, { logger, metrics: deps.metrics });
+        postroom = createPostroom<ApiClient | undefined>({ db: ownDb ?? deps.db, logger, metrics: deps.metrics, api, worker: workerOptionsFromConfig(w) });
+        if (deps.handlersModule) {
+          const file = await loadHandlerModule(deps.handlersModule, postroom, deps.cwd ?? process.cwd());
+          logger.info({ handlers: file }, 'handlers loaded');
+        }
+        if (w.forwardUrl && w.forwardSecret) {
+          forwarder = createForwarder({ url: w.forwardUrl, secret: w.forwardSecret, timeoutMs: w.forwardTimeoutMs });
+          postroom.onEvery(forwarder.handler);
+          logger.info({ forward_url: new URL(w.forwardUrl).origin }, 'forwarding every verified event');
+        }
+        await postroom.start();
+      } catch (err) {
+        // startServer only stops components that started: release what this one opened.
+        await release();
+        throw err;
       }
-      if (config.api.baseUrl) api = createApiClientFromConfig(config, { logger, metrics: deps.metrics });
-      postroom = createPostroom<ApiClient | undefined>({ db: ownDb ?? deps.db, logger, metrics: deps.metrics, api, worker: workerOptionsFromConfig(w) });
-      if (deps.handlersModule) {
-        const file = await loadHandlerModule(deps.handlersModule, postroom, deps.cwd ?? process.cwd());
-        logger.info({ handlers: file }, 'handlers loaded');
-      }
-      if (w.forwardUrl && w.forwardSecret) {
-        forwarder = createForwarder({ url: w.forwardUrl, secret: w.forwardSecret, timeoutMs: w.forwardTimeoutMs });
-        postroom.onEvery(forwarder.handler);
-        logger.info({ forward_url: new URL(w.forwardUrl).origin }, 'forwarding every verified event');
-      }
-      await postroom.start();
     },
     async stop(deadlineMs) {
       try {
         await postroom?.stop(deadlineMs);
       } finally {
-        await forwarder?.close().catch(() => undefined);
-        await api?.close().catch(() => undefined);
-        await ownDb?.close().catch(() => undefined);
+        await release();
       }
     },
   };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { compareWithService, type ServiceCorrespondence } from '../../src/projection/compare.js';
 import type { ProjectedCorrespondence } from '../../src/projection/read.js';
+import type { Correspondence } from '../../src/client/types.js';
 
 const projected = (over: Partial<ProjectedCorrespondence> = {}): ProjectedCorrespondence => ({
   correspondence_id: 'cor_1',
@@ -63,6 +64,20 @@ describe('compareWithService', () => {
   it('reports participants only the projection knows, and summaries that differ in one count', () => {
     const diffs = compareWithService(projected(), service({ participants: [{ participant_id: 'p1', state: 'delivered' }], send_summary: { delivered: 2, held: 0, undeliverable: 0, total: 2 } }));
     expect(diffs.map((d) => d.kind)).toEqual(['unexpected_participant', 'send_summary']);
+  });
+
+  it('takes the API client\'s GET /correspondence/{id} response as it is', () => {
+    const fromClient: Correspondence = {
+      correspondence_id: 'cor_1',
+      kind: 'letter',
+      status: 'live',
+      participants: [
+        { participant_id: 'p1', ref: 'a', state: 'delivered', last_act: 'read', last_act_at: '2026-01-01T00:00:00.000Z' },
+        { participant_id: 'p2', ref: 'b', state: 'held' },
+      ],
+      send_summary: { delivered: 1, held: 1, undeliverable: 0, total: 2 },
+    };
+    expect(compareWithService(projected(), fromClient)).toEqual([]);
   });
 
   it('treats a missing send_summary like null (a queued send not completed yet)', () => {
