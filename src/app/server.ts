@@ -52,7 +52,7 @@ export interface ServeOptions {
    */
   secrets?: SecretProvider;
   /** Extra components for the worker and reconciler roles, built once the store is open. */
-  components?: Array<(deps: ComponentDeps) => Component | undefined>;
+  components?: Array<(deps: ComponentDeps) => Component | undefined | Promise<Component | undefined>>;
 }
 
 export interface RunningServer {
@@ -171,7 +171,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
 
     const deps: ComponentDeps = { config, db, logger, metrics, clock };
     for (const make of options.components ?? []) {
-      const c = make(deps);
+      const c = await make(deps);
       if (c) {
         await c.start();
         components.push(c);

@@ -7,7 +7,8 @@ import type { Metrics } from '../metrics/metrics.js';
 import { findAtRisk, isCorrespondenceScoped, walkDeadDeliveries } from './dead-deliveries.js';
 import { countOpenGaps, fillGaps, fillGapsReceivedLater, openGaps, setGapReason } from './gap-queries.js';
 import { mapWithConcurrency } from './pool.js';
-import { readProjection, rereadCandidates } from './projection-reads.js';
+import { getProjectedCorrespondence } from '../projection/read.js';
+import { rereadCandidates } from './projection-reads.js';
 import { knownEndpointIds, startRun, finishRun } from './state-queries.js';
 import { diffCorrespondence, toInboxRow } from './synthetic.js';
 import type { ReconcileOptions, ReconcileProgress, ReconcilerApi, ReconcileSummary } from './types.js';
@@ -100,10 +101,14 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         if (options.signal?.aborted) return;
         try {
           const service = await api.correspondence.get(id);
-          const projected = await readProjection(db, id);
+          const projected = await getProjectedCorrespondence(db, id);
           const events = diffCorrespondence(service, projected, new Date(clock.now()));
           summary.syntheticEventsPlanned += events.length;
-          if (!dryRun && events.length) summary.syntheticEventsWritten += (await insertInboxBatch(db, events.map(toInboxRow))).size;
+          if (!dryRun && events.length) {
+            // Not `summary.x += await …`: that reads x before the await and loses concurrent re-reads' counts.
+            const written = (await insertInboxBatch(db, events.map(toInboxRow))).size;
+            summary.syntheticEventsWritten += written;
+          }
           ok.add(id);
         } catch (err) {
           summary.rereadFailures.push({ correspondence_id: id, error: describeError(err).slice(0, 300) });

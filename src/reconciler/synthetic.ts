@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Correspondence } from '../client/types.js';
 import type { NewInboxEvent } from '../inbox/types.js';
-import type { ProjectedCorrespondence } from './projection-reads.js';
+import type { ProjectedCorrespondence } from '../projection/read.js';
 
 const STATUS_RANK: Record<string, number> = { created: 0, live: 1, sealed: 2, withdrawn: 2 };
 const STATE_RANK: Record<string, number> = { pending: 0, held: 1, delivered: 2, undeliverable: 2 };

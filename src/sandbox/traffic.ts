@@ -33,6 +33,11 @@ export interface TrafficOptions {
   failureWindows?: { everyOperations: number; durationMs: number; endpointId?: string } | false;
   http?: Dispatcher;
   logger?: Logger;
+  /**
+   * Called with each correspondence the generator sends, as the organisation's backend
+   * would record what it sent (postroom's reconciler re-reads from that ledger).
+   */
+  onCorrespondenceCreated?: (correspondenceId: string) => void | Promise<void>;
 }
 
 export interface TrafficCounters {
@@ -194,6 +199,7 @@ export function startTraffic(options: TrafficOptions): TrafficRun {
     if (res.status === 202) counters.queuedSends++;
     else counters.directSends++;
     live.push({ id: String(res.json.correspondence_id), final: false });
+    await options.onCorrespondenceCreated?.(String(res.json.correspondence_id));
     for (const r of recipients) if (isHeld(r.addressing)) held.push(r.addressing);
   }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Correspondence } from '../../src/client/types.js';
-import type { ProjectedCorrespondence } from '../../src/reconciler/projection-reads.js';
+import type { ProjectedCorrespondence } from '../../src/projection/read.js';
 import { diffCorrespondence, syntheticEventId } from '../../src/reconciler/synthetic.js';
 
 const now = new Date('2026-11-20T12:00:00Z');
@@ -25,8 +25,14 @@ function projected(overrides: Partial<ProjectedCorrespondence> = {}): ProjectedC
   return {
     correspondence_id: 'cor_1',
     status: 'live',
+    kind: 'letter',
+    subject: 's',
+    created_at: '2026-11-20T10:00:00.000Z',
+    document_ids: [],
+    last_event: { event_id: 'evt_x', type: 'participant.acted', at: '2026-11-20T11:00:00.000Z' },
+    updated_at: '2026-11-20T11:00:00.000Z',
     participants: [
-      { participant_id: 'par_1', ref: 'r1', state: 'delivered', last_act: 'read', last_act_at: new Date('2026-11-20T11:00:00.000Z') },
+      { participant_id: 'par_1', ref: 'r1', state: 'delivered', last_act: 'read', last_act_at: '2026-11-20T11:00:00.000Z' },
       { participant_id: 'par_2', ref: 'r2', state: 'held', last_act: null, last_act_at: null },
     ],
     send_summary: null,
@@ -64,7 +70,7 @@ describe('diffCorrespondence', () => {
   });
 
   it('never asks the projection to move backwards', () => {
-    const ahead = projected({ status: 'sealed', participants: [{ participant_id: 'par_1', ref: 'r1', state: 'delivered', last_act: 'signed', last_act_at: new Date('2026-11-20T11:30:00Z') }, { participant_id: 'par_2', ref: 'r2', state: 'delivered', last_act: 'delivered', last_act_at: new Date('2026-11-20T11:00:00Z') }] });
+    const ahead = projected({ status: 'sealed', participants: [{ participant_id: 'par_1', ref: 'r1', state: 'delivered', last_act: 'signed', last_act_at: '2026-11-20T11:30:00.000Z' }, { participant_id: 'par_2', ref: 'r2', state: 'delivered', last_act: 'delivered', last_act_at: '2026-11-20T11:00:00.000Z' }] });
     expect(diffCorrespondence(service(), ahead, now)).toEqual([]);
   });
 

@@ -4,11 +4,12 @@ import { startServer, type ComponentDeps, type Component } from '../../app/serve
 import { createLogger } from '../../logging/logger.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount } from '../duration.js';
+import { reconcilerComponentFactory } from '../../reconciler/component.js';
 import { workerComponentFactory } from '../../worker/component.js';
 
 /** Components that roles contribute (worker, reconciler); filled in by those domains. */
 export type ComponentFactory = (deps: ComponentDeps, ctx: { role: Role; options: Record<string, unknown> }) => Component | undefined | Promise<Component | undefined>;
-export const SERVE_COMPONENTS: ComponentFactory[] = [workerComponentFactory];
+export const SERVE_COMPONENTS: ComponentFactory[] = [workerComponentFactory, reconcilerComponentFactory];
 
 export function registerServeCommand(program: Command, ctx: CliContext): void {
   program
@@ -45,7 +46,7 @@ Without POSTROOM_WEBHOOK_SECRETS (outside production) a development secret is ge
         logger,
         role,
         migrate: opts.migrate,
-        components: SERVE_COMPONENTS.map((make) => (deps: ComponentDeps) => make(deps, { role, options: opts }) as Component | undefined),
+        components: SERVE_COMPONENTS.map((make) => (deps: ComponentDeps) => make(deps, { role, options: opts })),
       });
       logger.info({ url: server.url, role, store: server.db.kind }, 'postroom is serving');
       if (server.devSecret) {
