@@ -42,7 +42,6 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
   let portA: number;
   let postroom: Postroom;
   let env: Record<string, string>;
-  let endpointA: string;
   let secretA: string;
 
   const startA = async (): Promise<RunningServer> =>
@@ -56,7 +55,6 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
     const epA = await sandbox.control.registerEndpoint({ url: `http://127.0.0.1:${portA}/webhooks` });
     // The second endpoint hears only the file lifecycle: some events missed at A reach postroom through it.
     const epB = await sandbox.control.registerEndpoint({ url: `http://127.0.0.1:${portB}/webhooks`, events: ['correspondence.sealed', 'correspondence.withdrawn'] });
-    endpointA = epA.endpoint_id;
     secretA = epA.secret;
     a = await startA();
     b = await startServer({ config: loadConfig({ NODE_ENV: 'test', PORT: String(portB), POSTROOM_WEBHOOK_SECRETS: epB.secret }), logger: silentLogger(), db: store.db, role: 'ingress', migrate: false });
