@@ -61,3 +61,16 @@ export { ForwardError, HandlerInterruptedError, HandlerTimeoutError, HandlerTran
 
 export { createLogger, silentLogger, type Logger } from './logging/logger.js';
 export { createMetrics, type Metrics } from './metrics/metrics.js';
+
+// The service API client.
+export { createApiClient, createApiClientFromConfig, ApiError, isApiError, type ApiClient, type ApiClientOptions } from './client/index.js';
+export type { Correspondence, WebhookDelivery, WebhookEndpoint, Plane } from './client/types.js';
+
+// Reconciliation, for embedding or scripting.
+export { createReconciler, type Reconciler, type RunResult } from './reconciler/reconcile.js';
+export { auditDelivered, type AuditResult } from './reconciler/audit.js';
+export { recordSentCorrespondence, sentLedger } from './reconciler/state-queries.js';
+export type { ReconcileOptions, ReconcileSummary } from './reconciler/types.js';
+
+// The sandbox: a local service for your own tests.
+export { createSandbox, startSandbox, startTraffic, type Sandbox, type SandboxOptions } from './sandbox/index.js';

@@ -46,6 +46,12 @@ export interface ApiClientOptions {
   /** Client certificate for tier-1 senders; only for the dispatcher the client builds itself. */
   tls?: ClientTls;
   backoff?: BackoffPolicy;
+  /**
+   * Called with every correspondence this client creates, before create() returns.
+   * Pass `sentLedger(db)` so the reconciler can re-read everything you sent, even
+   * when its correspondence.created event is the one that went missing.
+   */
+  onCorrespondenceCreated?: (created: { correspondence_id: string }) => void | Promise<void>;
 }
 
 export type ApiClient = ReturnType<typeof buildClient>;
@@ -105,7 +111,7 @@ function buildClient(options: ApiClientOptions) {
     userAgent: `postroom/${VERSION}`,
     ...(options.backoff ? { backoff: options.backoff } : {}),
   });
-  const ctx: ResourceContext = { transport, newIdempotencyKey: options.idempotencyKey ?? randomUUID, correspondencePath };
+  const ctx: ResourceContext = { transport, newIdempotencyKey: options.idempotencyKey ?? randomUUID, correspondencePath, onCorrespondenceCreated: options.onCorrespondenceCreated };
 
   return {
     /** Which plane the key acts on; the CLI shows it and asks before live writes. */

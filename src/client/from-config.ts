@@ -22,7 +22,7 @@ export function resolveApiKey(config: Config): string {
 
 export function createApiClientFromConfig(
   config: Config,
-  deps: { logger?: Logger; metrics?: Metrics } & Pick<ApiClientOptions, 'dispatcher' | 'clock' | 'sleep' | 'random'> = {},
+  deps: { logger?: Logger; metrics?: Metrics } & Pick<ApiClientOptions, 'dispatcher' | 'clock' | 'sleep' | 'random' | 'onCorrespondenceCreated'> = {},
 ): ApiClient {
   const baseUrl = config.api.baseUrl;
   if (baseUrl === undefined) throw new ConfigError('POSTROOM_API_BASE_URL', 'not set; set it to the service\'s base address (the part before /sender/v2)');

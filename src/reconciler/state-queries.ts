@@ -58,6 +58,11 @@ export async function knownEndpointIds(q: Queryable): Promise<string[]> {
   return res.rows.map((r) => r.endpoint_id);
 }
 
+/** A client hook recording what was sent: `createApiClient({ …, onCorrespondenceCreated: sentLedger(db) })`. */
+export function sentLedger(q: Queryable): (created: { correspondence_id: string }) => Promise<void> {
+  return (created) => recordSentCorrespondence(q, [created.correspondence_id]);
+}
+
 export async function recordSentCorrespondence(q: Queryable, ids: readonly string[], source = 'client'): Promise<void> {
   if (ids.length === 0) return;
   await q.query('INSERT INTO sent_correspondence (correspondence_id, source) SELECT unnest($1::text[]), $2 ON CONFLICT DO NOTHING', [ids, source]);

@@ -6,6 +6,7 @@ import { openDb } from '../db/open.js';
 import type { Db } from '../db/types.js';
 import { ConfigError } from '../errors.js';
 import { createPostroom, type Postroom } from '../postroom.js';
+import { sentLedger } from '../reconciler/state-queries.js';
 import { createForwarder, type Forwarder } from './forwarder.js';
 import { loadHandlerModule } from './handler-module.js';
 import { workerOptionsFromConfig } from './options.js';
@@ -50,7 +51,8 @@ export function createWorkerComponent(deps: WorkerComponentOptions): Component {
         if (deps.db.kind === 'postgres' && config.database.url) {
           ownDb = await openDb(config, logger, { poolSize: w.concurrency + 1, applicationName: 'postroom-worker' });
         }
-        if (config.api.baseUrl) api = createApiClientFromConfig(config, { logger, metrics: deps.metrics });
+        // Correspondence a handler sends through ctx.api goes into the sent ledger the reconciler re-reads.
+      if (config.api.baseUrl) api = createApiClientFromConfig(config, { logger, metrics: deps.metrics, onCorrespondenceCreated: sentLedger(deps.db) });
         postroom = createPostroom<ApiClient | undefined>({ db: ownDb ?? deps.db, logger, metrics: deps.metrics, api, worker: workerOptionsFromConfig(w) });
         if (deps.handlersModule) {
           const file = await loadHandlerModule(deps.handlersModule, postroom, deps.cwd ?? process.cwd());

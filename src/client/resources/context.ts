@@ -7,6 +7,8 @@ export interface ResourceContext {
   newIdempotencyKey(): string;
   /** Template with `{id}`, relative to /sender/v2. */
   correspondencePath: string;
+  /** Told of every correspondence created, before create() returns (the reconciler's sent ledger). */
+  onCorrespondenceCreated?: ((created: { correspondence_id: string }) => void | Promise<void>) | undefined;
 }
 
 /** One path segment from a caller-supplied id: never empty, never able to climb out of its path. */

@@ -16,7 +16,9 @@ export function correspondenceResource(ctx: ResourceContext) {
       });
       const body = expectObject('correspondence.create', res.status, res.body);
       expectString('correspondence.create', res.status, body, 'correspondence_id');
-      return { ...body, participants: Array.isArray(body.participants) ? body.participants : [], queued: res.status === 202 } as CreatedCorrespondence;
+      const created = { ...body, participants: Array.isArray(body.participants) ? body.participants : [], queued: res.status === 202 } as CreatedCorrespondence;
+      await ctx.onCorrespondenceCreated?.(created);
+      return created;
     },
 
     /** GET {correspondencePath}: the spec names only the scope, so the path is configurable (POSTROOM_CORRESPONDENCE_PATH). */
