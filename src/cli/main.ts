@@ -5,6 +5,7 @@ import { createCliContext, type CliContext } from './context.js';
 import type { Io } from './output.js';
 import { registerDeliveriesCommands } from './commands/deliveries.js';
 import { registerEndpointsCommands } from './commands/endpoints.js';
+import { registerDemoCommand } from './commands/demo.js';
 import { registerInboxCommands } from './commands/inbox.js';
 import { registerWorkerInboxCommands } from './commands/worker-inbox.js';
 import { registerCorrespondenceCommands } from './commands/correspondence.js';
@@ -17,6 +18,7 @@ import { registerSandboxCommand } from './commands/sandbox.js';
 /** Each domain adds its commands here; order is the order in `postroom --help`. */
 const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerServeCommand,
+  registerDemoCommand,
   registerMigrateCommand,
   registerInboxCommands,
   registerWorkerInboxCommands,

@@ -148,7 +148,8 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
         if (list) list.push(p);
         else byIdentity.set(key, [p]);
       }
-      if (!options.queued) c.sendSummary = summarise(c);
+      // Counts are what correspondence.send_completed announces, and it fires only for queued sends (spec):
+      // a direct send has no summary, so a receiver's projection can match the service from events alone.
       state.correspondences.set(correspondenceId, c);
 
       events.emit(

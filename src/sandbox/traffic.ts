@@ -245,7 +245,7 @@ export function startTraffic(options: TrafficOptions): TrafficRun {
       case 'seal':
       case 'withdraw': {
         const picked = await pickLive();
-        if (!picked || (op === 'seal' && picked.view.send_summary === null)) {
+        if (!picked || (op === 'seal' && picked.view.participants.some((p) => p.state === 'pending'))) {
           counters.skipped++;
           return;
         }

@@ -27,8 +27,8 @@ describe('participants', () => {
     expect(sb.control.event(res.body.events[0].event_id).data).toEqual({ correspondence_id: a.correspondence_id, participant_id: a.participants[0].participant_id, act: 'delivered', ref: 'held-a' });
     const after = await read(a.correspondence_id);
     expect(after.participants[0]).toMatchObject({ state: 'delivered', last_act: 'delivered', last_act_at: res.body.events[0].at });
-    // The send summary is a snapshot of the send, not updated by later deliveries.
-    expect(after.send_summary).toEqual({ delivered: 1, held: 1, undeliverable: 0, total: 2 });
+    // A direct send carries no summary (only queued sends announce counts), and delivery does not invent one.
+    expect(after.send_summary).toBeNull();
 
     expect((await api('POST', '/sandbox/recipients/verify', { addressing: { type: 'nin', nin } })).body.participant_ids).toEqual([]);
     expect((await api('POST', '/sandbox/recipients/verify', { addressing: { type: 'nin', nin: '1' } })).status).toBe(400);
