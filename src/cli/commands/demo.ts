@@ -2,7 +2,6 @@ import type { Command } from 'commander';
 import { loadOrCreateDevSecret } from '../../app/dev-secret.js';
 import { startServer, type ComponentDeps } from '../../app/server.js';
 import { createApiClient } from '../../client/client.js';
-import type { Db } from '../../db/types.js';
 import { PostroomError } from '../../errors.js';
 import { staticSecrets } from '../../ingress/secrets.js';
 import { createLogger } from '../../logging/logger.js';
@@ -60,8 +59,7 @@ Examples:
         throw new PostroomError('demo_port', `could not start the sandbox on port ${sandboxPort}: ${(err as Error).message}. Pass --sandbox-port with a free port.`, { cause: err });
       }
       const receiverUrl = `http://127.0.0.1:${config.ingress.port}`;
-      let db: Db | undefined;
-      const client = createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey, logger, onCorrespondenceCreated: (c) => (db ? sentLedger(db)(c) : undefined) });
+      const client = createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey, logger });
       const endpoint = await client.webhookEndpoints.create({ url: `${receiverUrl}/webhooks`, events: [...SUBSCRIBABLE_EVENT_TYPES] });
       const dev = loadOrCreateDevSecret(config.database.dataDir);
       config.api.baseUrl = sandbox.url;
@@ -78,7 +76,6 @@ Examples:
         await sandbox.close();
         throw err;
       });
-      db = server.db;
 
       io.stdout.write(
         `\npostroom demo (seed ${seed})\n` +
