@@ -204,6 +204,10 @@ export function startTraffic(options: TrafficOptions): TrafficRun {
   }
 
   /** A recent live file, re-read so the choice rests on the sandbox's truth. */
+  /** A queued send still draining has pending participants: sealing it now would be premature. */
+  const stillSending = (view: Record<string, unknown>): boolean =>
+    Array.isArray(view.participants) && view.participants.some((p) => (p as { state?: unknown }).state === 'pending');
+
   async function pickLive(): Promise<{ tracked: Tracked; view: Record<string, unknown> } | undefined> {
     const recent = live.filter((t) => !t.final).slice(-50);
     if (recent.length === 0) return undefined;
@@ -245,7 +249,7 @@ export function startTraffic(options: TrafficOptions): TrafficRun {
       case 'seal':
       case 'withdraw': {
         const picked = await pickLive();
-        if (!picked || (op === 'seal' && picked.view.participants.some((p) => p.state === 'pending'))) {
+        if (!picked || (op === 'seal' && stillSending(picked.view))) {
           counters.skipped++;
           return;
         }
