@@ -120,16 +120,24 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       summary.correspondencesReread = ok.size;
 
       if (!dryRun) {
-        const complete = summary.rereadFailures.length === 0;
+        // Without a correspondence id on the delivery, a gap is covered when every correspondence postroom
+        // knows (projection and sent ledger) was re-read after it was seen. Knowing none covers nothing.
+        const complete = summary.rereadFailures.length === 0 && ok.size > 0;
         const covered: number[] = [];
-        const untied: number[] = [];
+        const uncovered: number[] = [];
         for (const g of gaps) {
           if (!isCorrespondenceScoped(g.event_type) || g.first_seen_at > rereadStarted) continue;
           if (g.correspondence_id ? ok.has(g.correspondence_id) : complete) covered.push(g.gap_id);
-          else untied.push(g.gap_id);
+          else uncovered.push(g.gap_id);
         }
         summary.gapsFilled += await fillGaps(db, covered, `covered by a re-read of ${ok.size} correspondence(s) in run ${runId}`);
-        await setGapReason(db, untied, `re-read incomplete (${summary.rereadFailures.length} failed); retried on the next run`);
+        await setGapReason(
+          db,
+          uncovered,
+          summary.rereadFailures.length > 0
+            ? `re-read incomplete (${summary.rereadFailures.length} failed); retried on the next run`
+            : 'postroom knows no correspondence this event could belong to: record what you send (sentLedger) or ignore after checking',
+        );
       }
       summary.gapsOpen = dryRun ? summary.gapsFound : await countOpenGaps(db);
       summary.outcome = summary.gapsOpen > 0 ? 'gaps_open' : 'clean';

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient } from '../../src/client/client.js';
+import { systemClock } from '../../src/clock.js';
+import { silentLogger } from '../../src/logging/logger.js';
+import { createReconciler } from '../../src/reconciler/reconcile.js';
 import { rereadCandidates } from '../../src/reconciler/projection-reads.js';
 import { sentLedger } from '../../src/reconciler/state-queries.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
@@ -10,7 +13,7 @@ describe('the sent ledger', () => {
   let sandbox: Sandbox;
   beforeAll(async () => {
     store = await openDefaultTestStore();
-    sandbox = await startSandbox({ seed: 1 });
+    sandbox = await startSandbox({ seed: 1, allowPrivateTargets: true });
   });
   afterAll(async () => {
     await sandbox?.close();
@@ -32,5 +35,29 @@ describe('the sent ledger', () => {
     const rows = await store.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sent_correspondence WHERE correspondence_id = $1', [created.correspondence_id]);
     expect(rows.rows[0]!.n).toBe(1);
     await client.close();
+  });
+
+  it('does not call a gap filled when postroom knows no correspondence it could belong to', async () => {
+    const client = createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey });
+    const other = await openDefaultTestStore();
+    try {
+      const ep = await sandbox.control.registerEndpoint({ url: 'http://127.0.0.1:9/down' });
+      sandbox.control.seedDeliveries({ endpointId: ep.endpoint_id, count: 5, status: 'dead', eventType: 'participant.acted' });
+      const reconciler = createReconciler({ db: other.db, api: client, logger: silentLogger(), clock: systemClock });
+      const first = await reconciler.run({ endpoints: [ep.endpoint_id] });
+      expect(first.ran && first.summary).toMatchObject({ gapsFound: 5, gapsFilled: 0, gapsOpen: 5, outcome: 'gaps_open' });
+      const reasons = await other.db.query<{ reason: string }>('SELECT DISTINCT reason FROM reconcile_gaps');
+      expect(reasons.rows.map((r) => r.reason)).toEqual([expect.stringMatching(/knows no correspondence/)]);
+
+      // Once what was sent is on record, a complete re-read covers it.
+      const recording = createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey, onCorrespondenceCreated: sentLedger(other.db) });
+      await recording.correspondence.create({ kind: 'letter', subject: 's', content_type: 'x', document_ids: [], recipients: [{ addressing: { type: 'nin', nin: '12345678901' }, ref: 'r' }] });
+      const second = await reconciler.run({ endpoints: [ep.endpoint_id] });
+      expect(second.ran && second.summary).toMatchObject({ gapsFound: 0, gapsFilled: 5, gapsOpen: 0, outcome: 'clean' });
+      await recording.close();
+    } finally {
+      await client.close();
+      await other.cleanup();
+    }
   });
 });
