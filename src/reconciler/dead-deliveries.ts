@@ -7,7 +7,7 @@ import { completeWalk, eventIdsInInbox, getWatermark, saveResumePoint } from './
 import type { ReconcileOptions, ReconcileProgress, ReconcilerApi } from './types.js';
 
 /** Event types with no resource to re-read through the API: a gap of these stays open for on-call. */
-const CORRESPONDENCE_SCOPED = new Set([
+export const CORRESPONDENCE_SCOPED_TYPES = [
   'correspondence.created',
   'correspondence.send_completed',
   'participant.acted',
@@ -17,7 +17,8 @@ const CORRESPONDENCE_SCOPED = new Set([
   'correspondence.withdrawn',
   'claim.claimed',
   'claim.expired',
-]);
+] as const;
+const CORRESPONDENCE_SCOPED = new Set<string>(CORRESPONDENCE_SCOPED_TYPES);
 
 export function isCorrespondenceScoped(type: string): boolean {
   return CORRESPONDENCE_SCOPED.has(type);

@@ -64,20 +64,44 @@ export async function fillGapsReceivedLater(q: Queryable): Promise<number> {
   return res.rowCount;
 }
 
-export async function fillGaps(q: Queryable, gapIds: readonly number[], reason: string): Promise<number> {
-  if (gapIds.length === 0) return 0;
-  const res = await q.query(`UPDATE reconcile_gaps SET status = 'filled', resolved_at = now(), reason = $2 WHERE gap_id = ANY($1::bigint[]) AND status = 'open'`, [gapIds, reason]);
+/**
+ * What pass 2 needs to know about open gaps, computed in the database so memory
+ * stays flat however many there are: the earliest delivery among them and the
+ * correspondence ids some of them name.
+ */
+export async function openGapOutline(q: Queryable): Promise<{ earliestDelivery: Date | null; correspondenceIds: string[] }> {
+  const first = await q.query<{ earliest: Date | null }>(`SELECT min(delivery_created_at) AS earliest FROM reconcile_gaps WHERE status = 'open'`);
+  const ids = await q.query<{ correspondence_id: string }>(
+    `SELECT DISTINCT correspondence_id FROM reconcile_gaps WHERE status = 'open' AND correspondence_id IS NOT NULL`,
+  );
+  return { earliestDelivery: first.rows[0]?.earliest ?? null, correspondenceIds: ids.rows.map((r) => r.correspondence_id) };
+}
+
+/**
+ * Fills the open gaps a re-read covered: those naming a correspondence that was
+ * re-read, and, when the re-read was complete, those naming none. Only gaps seen
+ * before the re-read started and of correspondence-scoped types qualify.
+ */
+export async function fillCoveredGaps(
+  q: Queryable,
+  p: { scopedTypes: readonly string[]; seenBefore: Date; rereadIds: readonly string[]; complete: boolean; reason: string },
+): Promise<number> {
+  const res = await q.query(
+    `UPDATE reconcile_gaps SET status = 'filled', resolved_at = now(), reason = $5
+     WHERE status = 'open' AND event_type = ANY($1::text[]) AND first_seen_at <= $2
+       AND (correspondence_id = ANY($3::text[]) OR ($4 AND correspondence_id IS NULL))`,
+    [p.scopedTypes, p.seenBefore, p.rereadIds, p.complete, p.reason],
+  );
   return res.rowCount;
 }
 
-export async function setGapReason(q: Queryable, gapIds: readonly number[], reason: string): Promise<void> {
-  if (gapIds.length === 0) return;
-  await q.query(`UPDATE reconcile_gaps SET reason = $2 WHERE gap_id = ANY($1::bigint[]) AND status = 'open'`, [gapIds, reason]);
-}
-
-export async function openGaps(q: Queryable): Promise<Gap[]> {
-  const res = await q.query<Gap>(`SELECT ${GAP_COLUMNS} FROM reconcile_gaps WHERE status = 'open' ORDER BY first_seen_at, gap_id`);
-  return res.rows;
+/** Says why the remaining correspondence-scoped gaps are still open. */
+export async function explainUncoveredGaps(q: Queryable, scopedTypes: readonly string[], seenBefore: Date, reason: string): Promise<void> {
+  await q.query(`UPDATE reconcile_gaps SET reason = $3 WHERE status = 'open' AND event_type = ANY($1::text[]) AND first_seen_at <= $2 AND reason IS DISTINCT FROM $3`, [
+    scopedTypes,
+    seenBefore,
+    reason,
+  ]);
 }
 
 export async function countOpenGaps(q: Queryable): Promise<number> {

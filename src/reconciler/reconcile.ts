@@ -4,8 +4,8 @@ import { describeError } from '../errors.js';
 import { insertInboxBatch } from '../inbox/insert-queries.js';
 import type { Logger } from '../logging/logger.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { findAtRisk, isCorrespondenceScoped, walkDeadDeliveries } from './dead-deliveries.js';
-import { countOpenGaps, fillGaps, fillGapsReceivedLater, openGaps, setGapReason } from './gap-queries.js';
+import { CORRESPONDENCE_SCOPED_TYPES, findAtRisk, walkDeadDeliveries } from './dead-deliveries.js';
+import { countOpenGaps, explainUncoveredGaps, fillCoveredGaps, fillGapsReceivedLater, openGapOutline } from './gap-queries.js';
 import { mapWithConcurrency } from './pool.js';
 import { getProjectedCorrespondence } from '../projection/read.js';
 import { rereadCandidates } from './projection-reads.js';
@@ -89,13 +89,12 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
 
       // Pass 2: re-read what can still differ, and whatever open gaps point at.
       progress.phase = 're-read';
-      const gaps = dryRun ? [] : await openGaps(db);
-      for (const g of gaps) {
-        if (g.delivery_created_at && (!earliestGap || g.delivery_created_at < earliestGap)) earliestGap = g.delivery_created_at;
-      }
+      const outline = dryRun ? { earliestDelivery: null, correspondenceIds: [] } : await openGapOutline(db);
+      if (outline.earliestDelivery && (!earliestGap || outline.earliestDelivery < earliestGap)) earliestGap = outline.earliestDelivery;
       const candidates = new Set(await rereadCandidates(db, earliestGap ? new Date(earliestGap.getTime() - 60_000) : null));
-      for (const g of gaps) if (g.correspondence_id) candidates.add(g.correspondence_id);
-      const rereadStarted = new Date(clock.now());
+      for (const id of outline.correspondenceIds) candidates.add(id);
+      // The database's clock, the one that stamped first_seen_at on the gaps.
+      const rereadStarted = (await db.query<{ t: Date }>('SELECT now() AS t')).rows[0]!.t;
       const ok = new Set<string>();
       await mapWithConcurrency([...candidates], options.rereadConcurrency ?? 8, async (id) => {
         if (options.signal?.aborted) return;
@@ -123,17 +122,17 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         // Without a correspondence id on the delivery, a gap is covered when every correspondence postroom
         // knows (projection and sent ledger) was re-read after it was seen. Knowing none covers nothing.
         const complete = summary.rereadFailures.length === 0 && ok.size > 0;
-        const covered: number[] = [];
-        const uncovered: number[] = [];
-        for (const g of gaps) {
-          if (!isCorrespondenceScoped(g.event_type) || g.first_seen_at > rereadStarted) continue;
-          if (g.correspondence_id ? ok.has(g.correspondence_id) : complete) covered.push(g.gap_id);
-          else uncovered.push(g.gap_id);
-        }
-        summary.gapsFilled += await fillGaps(db, covered, `covered by a re-read of ${ok.size} correspondence(s) in run ${runId}`);
-        await setGapReason(
+        summary.gapsFilled += await fillCoveredGaps(db, {
+          scopedTypes: CORRESPONDENCE_SCOPED_TYPES,
+          seenBefore: rereadStarted,
+          rereadIds: [...ok],
+          complete,
+          reason: `covered by a re-read of ${ok.size} correspondence(s) in run ${runId}`,
+        });
+        await explainUncoveredGaps(
           db,
-          uncovered,
+          CORRESPONDENCE_SCOPED_TYPES,
+          rereadStarted,
           summary.rereadFailures.length > 0
             ? `re-read incomplete (${summary.rereadFailures.length} failed); retried on the next run`
             : 'postroom knows no correspondence this event could belong to: record what you send (sentLedger) or ignore after checking',

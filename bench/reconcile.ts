@@ -1,0 +1,91 @@
+/**
+ * Reconcile: walk N dead deliveries from the sandbox (as a separate process) with
+ * `postroom reconcile` as a separate process; deliveries/s and peak RSS of the
+ * reconciler, at 10k and 100k, to show memory stays flat as the count grows.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { request } from 'undici';
+import { createPgDb } from '../src/db/pg.js';
+import { migrate } from '../src/db/migrate.js';
+import { silentLogger } from '../src/logging/logger.js';
+import { benchDatabase } from './lib/pg.js';
+import { sampleRss } from './lib/processes.js';
+import { BENCH_DIR, table, writeResult } from './lib/report.js';
+
+const ROOT = path.dirname(BENCH_DIR);
+const KEY = 'svc_sandbox_bench0000000000000000000000000001';
+
+function cli(args: string[], env: Record<string, string>) {
+  // The compiled CLI, as users run it (`npm run bench` builds first).
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin/postroom.js'), ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  return { child, exited, out: () => out, err: () => err };
+}
+
+async function control(base: string, method: string, p: string, body?: unknown): Promise<Record<string, unknown>> {
+  const res = await request(`${base}${p}`, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const json = (await res.body.json()) as Record<string, unknown>;
+  if (res.statusCode >= 300) throw new Error(`${method} ${p}: ${res.statusCode} ${JSON.stringify(json)}`);
+  return json;
+}
+
+export async function benchReconcile(options: { counts?: number[] } = {}): Promise<Record<string, unknown>> {
+  const counts = options.counts ?? [10_000, 100_000];
+  const port = 18_900 + Math.floor(Math.random() * 500);
+  const sandbox = cli(['sandbox', '--port', String(port), '--key', KEY, '--allow-private-targets', '--seed', '1'], {});
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    try {
+      await control(base, 'GET', '/sandbox/stats');
+      break;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  const rows: Array<Record<string, string | number>> = [];
+  try {
+    for (const count of counts) {
+      const database = await benchDatabase();
+      try {
+        const db = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
+        await migrate(db);
+        await db.close();
+        const ep = await control(base, 'POST', '/sandbox/endpoints', { url: 'http://127.0.0.1:9/never' });
+        await control(base, 'POST', '/sandbox/seed-deliveries', { endpoint_id: ep.endpoint_id, count, status: 'dead', event_type: 'participant.acted' });
+        const started = performance.now();
+        const run = cli(['reconcile', '--endpoint', String(ep.endpoint_id), '--json'], { DATABASE_URL: database.url, POSTROOM_API_BASE_URL: base, POSTROOM_API_KEY: KEY });
+        const rss = sampleRss(run.child.pid!, 50);
+        await run.exited;
+        const peak = rss.stop();
+        const seconds = (performance.now() - started) / 1000;
+        const summary = JSON.parse(run.out()) as { deliveriesScanned: number; pages: number; gapsFound: number };
+        if (summary.deliveriesScanned !== count) throw new Error(`scanned ${summary.deliveriesScanned}, expected ${count}: ${run.err()}`);
+        rows.push({ 'dead deliveries': count, pages: summary.pages, 'gaps written': summary.gapsFound, seconds, 'deliveries/s': Math.round(count / seconds), 'peak RSS MiB': Math.round(peak) });
+      } finally {
+        await database.drop();
+      }
+    }
+  } finally {
+    sandbox.child.kill('SIGTERM');
+    await sandbox.exited;
+  }
+  const growth = (rows[rows.length - 1]!['peak RSS MiB'] as number) / (rows[0]!['peak RSS MiB'] as number);
+  console.log('\nReconcile: `postroom reconcile` walking dead deliveries from the sandbox (separate processes), page size 200, every delivery a new gap');
+  table(rows, ['dead deliveries', 'pages', 'gaps written', 'seconds', 'deliveries/s', 'peak RSS MiB']);
+  console.log(`peak RSS ${counts[counts.length - 1]!.toLocaleString('en-US')} / ${counts[0]!.toLocaleString('en-US')}        ${growth.toFixed(2)}x`);
+  return { rows, ratios: { 'peak RSS, largest / smallest': growth } };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const result = await benchReconcile();
+  console.log(`\nwrote ${writeResult('reconcile', result)}`);
+}

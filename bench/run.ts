@@ -1,0 +1,19 @@
+/**
+ * `npm run bench`: every benchmark in one run, each comparison measured side by
+ * side in that same run. Results go to bench/results/*.json and the console.
+ * Needs Postgres on 127.0.0.1:5432 (or DATABASE_URL as an admin URL) and wrk.
+ */
+import { benchIngest } from './ingest.js';
+import { benchReconcile } from './reconcile.js';
+import { benchVerify } from './verify.js';
+import { benchWorker } from './worker.js';
+import { writeResult } from './lib/report.js';
+
+const only = process.argv[2];
+const started = Date.now();
+const results: Record<string, unknown> = {};
+if (!only || only === 'verify') results.verify = await benchVerify();
+if (!only || only === 'ingest') results.ingest = await benchIngest({ seconds: Number(process.env.BENCH_SECONDS ?? 10) });
+if (!only || only === 'worker') results.worker = await benchWorker({ events: Number(process.env.BENCH_EVENTS ?? 50_000) });
+if (!only || only === 'reconcile') results.reconcile = await benchReconcile();
+console.log(`\nwrote ${writeResult('all', { command: `npm run bench${only ? ` -- ${only}` : ''}`, durationS: (Date.now() - started) / 1000, ...results })}`);
