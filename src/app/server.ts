@@ -9,6 +9,7 @@ import type { Db } from '../db/types.js';
 import { ConfigError, describeError } from '../errors.js';
 import { createInboxWriter, type InboxWriter } from '../inbox/group-commit.js';
 import { createIngressCore } from '../ingress/accept.js';
+import { createWebhookHandler, type WebhookHandler } from '../ingress/http-handler.js';
 import { createIngressRouter } from '../ingress/router.js';
 import { staticSecrets, type SecretProvider } from '../ingress/secrets.js';
 import { secretCipherFromConfig } from '../secrets/from-config.js';
@@ -113,6 +114,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
 
     const readiness = createReadiness(db);
     let webhookRouter: express.Router | undefined;
+    let webhookHandler: WebhookHandler | undefined;
     if (runsIngress(role) && secrets) {
       writer = createInboxWriter({
         db,
@@ -132,7 +134,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         scheme: config.ingress.signedPayload,
         ackTimeoutMs: config.ingress.ackTimeoutMs,
       });
-      webhookRouter = createIngressRouter({ core, logger, maxBodyBytes: config.ingress.maxBodyBytes, metrics });
+      webhookHandler = createWebhookHandler({ core, logger, maxBodyBytes: config.ingress.maxBodyBytes, metrics });
+      webhookRouter = createIngressRouter({ core, logger, maxBodyBytes: config.ingress.maxBodyBytes, metrics, handler: webhookHandler });
     }
     const scrape = { metrics, beforeScrape: () => refreshStoreGauges(metrics, db) };
     const app = createHttpApp({
@@ -150,7 +153,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         // a slow-drip body would hold its socket far longer than configured.
         connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.ingress.requestTimeoutMs / 4))),
       },
-      app,
+      webhookHandler ? fastWebhookPath(webhookHandler, app) : app,
     );
     server.keepAliveTimeout = 5000;
     server.maxHeadersCount = 200;
@@ -212,6 +215,35 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     if (ownsDb) await db.close().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * POST /webhooks and /webhooks/{endpoint_id} go straight to the handler, the hot
+ * path without Express routing; everything else (probes, metrics, 404/405) goes to the app.
+ */
+function fastWebhookPath(handle: WebhookHandler, app: http.RequestListener): http.RequestListener {
+  return (req, res) => {
+    const url = req.url ?? '';
+    if (req.method === 'POST' && url.startsWith('/webhooks')) {
+      const rest = url.slice('/webhooks'.length);
+      if (rest === '' || rest === '/') {
+        handle(req, res, undefined).catch(() => res.destroy());
+        return;
+      }
+      const m = /^\/([^/?#]+)\/?$/.exec(rest);
+      if (m) {
+        let id: string;
+        try {
+          id = decodeURIComponent(m[1]!);
+        } catch {
+          id = m[1]!;
+        }
+        handle(req, res, id).catch(() => res.destroy());
+        return;
+      }
+    }
+    app(req, res);
+  };
 }
 
 function listen(server: http.Server, port: number, host: string): Promise<void> {

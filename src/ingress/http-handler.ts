@@ -1,0 +1,136 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import getRawBody from 'raw-body';
+import type { Logger } from '../logging/logger.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { AcceptOutcome, IngressCore } from './accept.js';
+
+export interface WebhookHandlerOptions {
+  core: IngressCore;
+  maxBodyBytes: number;
+  logger: Logger;
+  metrics?: Metrics | undefined;
+}
+
+/** Handles one POST; `endpointId` is set for /webhooks/{endpoint_id}. Plain Node request and response. */
+export type WebhookHandler = (req: IncomingMessage & { rawBody?: unknown; body?: unknown }, res: ServerResponse, endpointId: string | undefined) => Promise<void>;
+
+export const ENDPOINT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** The answers that happen thousands of times a second are serialised once. */
+const CANNED = {
+  accepted: Buffer.from('{"status":"accepted"}'),
+  duplicate: Buffer.from('{"status":"duplicate"}'),
+  quarantined: Buffer.from('{"status":"quarantined"}'),
+};
+
+export function sendJson(res: ServerResponse, status: number, body: Buffer | object, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return;
+  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body));
+  res.writeHead(status, { 'Content-Type': JSON_TYPE, 'Content-Length': String(bytes.length), ...headers });
+  res.end(bytes);
+}
+
+export function errorBody(code: string, message: string) {
+  return { error: { code, message } };
+}
+
+/**
+ * The webhook path from request to answer, with no framework: the Express router
+ * and the standalone server both call it. It reads the body itself, byte-limited,
+ * verifies before parsing (in the core), and answers only what is true.
+ */
+export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHandler {
+  const { core, logger, metrics } = options;
+  let warnedPreParsed = false;
+
+  const record = (outcome: string, reason: string, startedAt: bigint): void => {
+    if (!metrics) return;
+    metrics.ingressRequests.inc({ outcome, reason });
+    metrics.ackDuration.observe({ outcome }, Number(process.hrtime.bigint() - startedAt) / 1e9);
+  };
+  const observeSkew = (skew: number): void => {
+    metrics?.clockSkew.set(skew);
+    metrics?.clockSkewAbs.observe(Math.abs(skew));
+  };
+
+  return async (req, res, endpointId) => {
+    const startedAt = process.hrtime.bigint();
+    if (endpointId !== undefined && !ENDPOINT_ID.test(endpointId)) {
+      record('bad_request', 'endpoint_id', startedAt);
+      sendJson(res, 404, errorBody('unknown_endpoint', 'No webhook route for that endpoint id.'));
+      return;
+    }
+    const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
+    if (encoding !== 'identity') {
+      record('bad_request', 'content_encoding', startedAt);
+      sendJson(res, 415, errorBody('unsupported_content_encoding', 'Send the body uncompressed: the signature covers the exact bytes.'));
+      return;
+    }
+
+    let body: Buffer;
+    if (Buffer.isBuffer(req.rawBody)) {
+      body = req.rawBody;
+    } else if (req.readableEnded || req.body !== undefined) {
+      // Another body parser already drained the stream: the exact bytes are gone.
+      if (!warnedPreParsed) {
+        warnedPreParsed = true;
+        logger.error(
+          'A body parser ran before the postroom webhook router and consumed the raw body, so signatures cannot be verified. ' +
+            'Mount the postroom router before express.json(), or use express.json({ verify: captureRawBody }).',
+        );
+      }
+      record('unavailable', 'raw_body_consumed', startedAt);
+      sendJson(res, 500, errorBody('raw_body_unavailable', 'Server misconfiguration: the raw body was consumed before signature verification.'));
+      return;
+    } else {
+      try {
+        body = await getRawBody(req, { length: req.headers['content-length'], limit: options.maxBodyBytes });
+      } catch (err) {
+        const type = (err as { type?: string }).type;
+        if (type === 'entity.too.large') {
+          record('too_large', '', startedAt);
+          sendJson(res, 413, errorBody('payload_too_large', `Body exceeds the ${options.maxBodyBytes}-byte limit (POSTROOM_MAX_BODY_BYTES).`), { Connection: 'close' });
+          return;
+        }
+        record('bad_request', type ?? 'read_error', startedAt);
+        // A client that went away gets nothing; one that sent a bad length gets a 400.
+        if (!req.destroyed) sendJson(res, 400, errorBody('bad_request', 'The request body could not be read.'));
+        return;
+      }
+    }
+
+    const outcome: AcceptOutcome = await core.accept({ rawBody: body, headers: req.headers, endpointId });
+    switch (outcome.kind) {
+      case 'accepted':
+      case 'duplicate':
+        metrics?.secretMatches.inc({ secret: outcome.secretLabel });
+        observeSkew(outcome.skewSeconds);
+        record(outcome.kind, '', startedAt);
+        sendJson(res, 200, CANNED[outcome.kind]);
+        return;
+      case 'quarantined': {
+        metrics?.secretMatches.inc({ secret: outcome.secretLabel });
+        observeSkew(outcome.skewSeconds);
+        const status = outcome.duplicate ? 'duplicate' : 'quarantined';
+        record(status, '', startedAt);
+        sendJson(res, 200, CANNED[status]);
+        return;
+      }
+      case 'invalid_signature':
+        if (outcome.skewSeconds !== undefined && outcome.reason === 'timestamp_outside_window') observeSkew(outcome.skewSeconds);
+        record('invalid_signature', outcome.reason, startedAt);
+        sendJson(res, 401, errorBody(outcome.reason, 'Signature verification failed.'));
+        return;
+      case 'mismatched':
+        record('mismatched', outcome.field, startedAt);
+        sendJson(res, 400, errorBody(`${outcome.field}_mismatch`, `The X-Service-Event-${outcome.field === 'type' ? 'Type' : 'Id'} header does not match the signed body.`));
+        return;
+      case 'unavailable':
+        record('unavailable', outcome.reason, startedAt);
+        sendJson(res, 503, errorBody('store_unavailable', 'The event could not be stored durably; retry later.'), { 'Retry-After': String(outcome.retryAfterSeconds) });
+        return;
+    }
+  };
+}
