@@ -1,21 +1,10 @@
+import { EVENT_TYPES } from '../events/catalogue.js';
+
 /**
- * Event types the spec names. Anything else is reported as `other` so a sender
- * inventing types cannot blow up label cardinality.
+ * Event types the catalogue knows. Anything else is reported as `other` so a
+ * sender inventing types cannot blow up label cardinality.
  */
-export const EVENT_TYPE_LABELS = new Set([
-  'correspondence.created',
-  'correspondence.send_completed',
-  'participant.acted',
-  'document.attached',
-  'form.response_received',
-  'correspondence.sealed',
-  'correspondence.withdrawn',
-  'claim.claimed',
-  'claim.expired',
-  'wallet.debited',
-  'campaign.status_changed',
-  'webhook.test',
-]);
+export const EVENT_TYPE_LABELS: ReadonlySet<string> = new Set<string>(EVENT_TYPES);
 
 export function eventTypeLabel(type: string): string {
   return EVENT_TYPE_LABELS.has(type) ? type : 'other';

@@ -2,22 +2,17 @@ import type { WebhookDelivery } from '../client/types.js';
 import { isApiError } from '../client/errors.js';
 import type { Db } from '../db/types.js';
 import type { Logger } from '../logging/logger.js';
+import { PROJECTED_TYPES } from '../projection/rules.js';
 import { upsertGaps, type NewGap } from './gap-queries.js';
 import { completeWalk, eventIdsInInbox, getWatermark, saveResumePoint } from './state-queries.js';
 import type { ReconcileOptions, ReconcileProgress, ReconcilerApi } from './types.js';
 
-/** Event types with no resource to re-read through the API: a gap of these stays open for on-call. */
-export const CORRESPONDENCE_SCOPED_TYPES = [
-  'correspondence.created',
-  'correspondence.send_completed',
-  'participant.acted',
-  'document.attached',
-  'form.response_received',
-  'correspondence.sealed',
-  'correspondence.withdrawn',
-  'claim.claimed',
-  'claim.expired',
-] as const;
+/**
+ * Event types whose effect a re-read of their correspondence recovers: what the
+ * projection applies, plus claims (their effect is a participant's state). Others
+ * (wallet, campaign) have nothing to re-read: their gaps stay open for on-call.
+ */
+export const CORRESPONDENCE_SCOPED_TYPES: readonly string[] = [...PROJECTED_TYPES, 'claim.claimed', 'claim.expired'];
 const CORRESPONDENCE_SCOPED = new Set<string>(CORRESPONDENCE_SCOPED_TYPES);
 
 export function isCorrespondenceScoped(type: string): boolean {

@@ -11,6 +11,7 @@ import { startSandbox, startTraffic, SUBSCRIBABLE_EVENT_TYPES, type Sandbox } fr
 import { workerComponentFactory } from '../../worker/component.js';
 import type { CliContext } from '../context.js';
 import { parseCount } from '../duration.js';
+import { waitForSignal } from '../signals.js';
 
 /**
  * The whole loop on one machine with no set-up (`npm start`): the receiver on the
@@ -122,10 +123,7 @@ Examples:
         );
       }, 1000);
 
-      await new Promise<void>((resolve) => {
-        process.once('SIGINT', resolve);
-        process.once('SIGTERM', resolve);
-      });
+      await waitForSignal();
       clearInterval(timer);
       io.stdout.write(`\n${await line().catch(() => '')}\nstopping…\n`);
       await traffic?.stop();

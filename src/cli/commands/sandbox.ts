@@ -7,6 +7,7 @@ import { DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_RETRY_SCHEDULE, EVENT_TYPES, PARTIC
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount } from '../duration.js';
 import { printJson } from '../output.js';
+import { waitForSignal } from '../signals.js';
 
 const DEFAULT_PORT = 8090;
 const DEFAULT_URL = `http://127.0.0.1:${DEFAULT_PORT}`;
@@ -228,16 +229,4 @@ function sandboxBase(raw: string): string {
 
 function printJsonLine(out: NodeJS.WritableStream, value: unknown): void {
   out.write(`${JSON.stringify(value)}\n`);
-}
-
-function waitForSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      process.off('SIGTERM', done);
-      process.off('SIGINT', done);
-      resolve();
-    };
-    process.once('SIGTERM', done);
-    process.once('SIGINT', done);
-  });
 }

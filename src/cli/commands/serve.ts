@@ -6,6 +6,7 @@ import type { CliContext } from '../context.js';
 import { parseChoice, parseCount } from '../duration.js';
 import { reconcilerComponentFactory } from '../../reconciler/component.js';
 import { workerComponentFactory } from '../../worker/component.js';
+import { waitForSignal } from '../signals.js';
 
 /** Components that roles contribute (worker, reconciler); filled in by those domains. */
 export type ComponentFactory = (deps: ComponentDeps, ctx: { role: Role; options: Record<string, unknown> }) => Component | undefined | Promise<Component | undefined>;
@@ -62,16 +63,4 @@ Without POSTROOM_WEBHOOK_SECRETS (outside production) a development secret is ge
       await server.close();
       logger.info('stopped');
     });
-}
-
-function waitForSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      process.off('SIGTERM', done);
-      process.off('SIGINT', done);
-      resolve();
-    };
-    process.once('SIGTERM', done);
-    process.once('SIGINT', done);
-  });
 }
