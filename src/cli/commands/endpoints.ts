@@ -33,10 +33,16 @@ export function parseUrl(flag: string, raw: string): string {
   } catch {
     throw new PostroomError('invalid_flag', `${flag}: expected an absolute https URL such as https://hooks.example.com/webhooks/${ENDPOINT_ID_PLACEHOLDER}, got "${raw.slice(0, 80)}"`);
   }
-  // The service refuses anything but public https itself; http is let through for a local sandbox.
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new PostroomError('invalid_flag', `${flag}: expected an https URL, got ${url.protocol}`);
+  // postroom registers https only; plain http is let through for loopback alone, where a local sandbox delivers.
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url.hostname))) {
+    throw new PostroomError('invalid_flag', `${flag}: expected an https URL (plain http only for 127.0.0.1 or localhost, for a local sandbox), got ${url.protocol}//${url.hostname}`);
+  }
   if (url.username || url.password) throw new PostroomError('invalid_flag', `${flag}: the URL must not carry credentials (the service refuses it)`);
   return raw;
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
 }
 
 function row(e: WebhookEndpoint): Record<string, unknown> {
