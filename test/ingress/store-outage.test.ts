@@ -83,4 +83,35 @@ describe.skipIf(!pg)('ingress when the store is cut off (Postgres behind a TCP p
     const stored = await direct.query<{ event_id: string }>('SELECT event_id FROM inbox WHERE event_id = ANY($1::text[])', [acked]);
     expect(stored.rows.length).toBe(acked.length);
   });
+
+  it('answers 503 when the store is slower than the ack budget, and the retry after it catches up is a duplicate', async () => {
+    // Another session holds the inbox table: the insert waits, past POSTROOM_ACK_TIMEOUT_MS (1.5 s here).
+    const blocker = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
+    const e = makeEvent();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const locking = blocker.transaction(async (tx) => {
+      await tx.query('LOCK TABLE inbox IN ACCESS EXCLUSIVE MODE');
+      await held;
+    });
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      const slow = await postEvent(hook, e, { secret: TEST_SECRET });
+      expect(slow.status).toBe(503);
+      expect(slow.headers['retry-after']).toBeDefined();
+    } finally {
+      release();
+      await locking;
+      await blocker.close();
+    }
+    // The write that timed out still commits once the lock is gone; the sender's retry finds it.
+    let retry = await postEvent(hook, e, { secret: TEST_SECRET });
+    for (let i = 0; i < 20 && retry.status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      retry = await postEvent(hook, e, { secret: TEST_SECRET });
+    }
+    expect(retry).toMatchObject({ status: 200, body: { status: 'duplicate' } });
+    const rows = await direct.query<{ n: number }>('SELECT count(*)::int AS n FROM inbox WHERE event_id = $1', [e.event_id]);
+    expect(rows.rows[0]!.n).toBe(1);
+  });
 });

@@ -44,6 +44,12 @@ describe('the sent ledger', () => {
       const ep = await sandbox.control.registerEndpoint({ url: 'http://127.0.0.1:9/down' });
       sandbox.control.seedDeliveries({ endpointId: ep.endpoint_id, count: 5, status: 'dead', eventType: 'participant.acted' });
       const reconciler = createReconciler({ db: other.db, api: client, logger: silentLogger(), clock: systemClock });
+      // A dry run reports what it would find and changes nothing.
+      const dry = await reconciler.run({ endpoints: [ep.endpoint_id], dryRun: true });
+      expect(dry.ran && dry.summary).toMatchObject({ dryRun: true, runId: null, gapsFound: 5, deliveriesScanned: 5 });
+      for (const table of ['reconcile_gaps', 'reconcile_runs', 'reconcile_watermarks']) {
+        expect((await other.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]!.n, table).toBe(0);
+      }
       const first = await reconciler.run({ endpoints: [ep.endpoint_id] });
       expect(first.ran && first.summary).toMatchObject({ gapsFound: 5, gapsFilled: 0, gapsOpen: 5, outcome: 'gaps_open' });
       const reasons = await other.db.query<{ reason: string }>('SELECT DISTINCT reason FROM reconcile_gaps');
