@@ -41,6 +41,29 @@ async function inTransaction<T>(client: pg.PoolClient, fn: (tx: Queryable) => Pr
   }
 }
 
+/**
+ * A pooled client loses the pool's idle 'error' listener while it is checked out;
+ * if its socket drops then (network cut, Postgres restart, failover), pg emits
+ * 'error' with no listener and the process dies. Listen for the whole checkout,
+ * and destroy a client that was lost rather than hand it back.
+ */
+async function checkout(pool: pg.Pool, logger: Logger): Promise<{ client: pg.PoolClient; release(destroy?: boolean): void }> {
+  const client = await pool.connect();
+  let lost = false;
+  const onError = (err: Error): void => {
+    lost = true;
+    logger.warn({ err: err.message }, 'database connection lost while in use');
+  };
+  client.on('error', onError);
+  return {
+    client,
+    release(destroy) {
+      client.removeListener('error', onError);
+      client.release(destroy || lost ? true : undefined);
+    },
+  };
+}
+
 export function createPgDb(options: PgDbOptions): Db {
   const pool = new pg.Pool({
     connectionString: options.url,
@@ -61,10 +84,10 @@ export function createPgDb(options: PgDbOptions): Db {
     exec: base.exec,
 
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
+      const { client, release } = await checkout(pool, options.logger);
       const result = await inTransaction(client, fn);
       // A connection whose ROLLBACK failed is in an unknown state: destroy it rather than reuse it.
-      client.release('broken' in result && result.broken ? true : undefined);
+      release('broken' in result && result.broken);
       if ('error' in result) throw result.error;
       return result.value;
     },
@@ -124,7 +147,7 @@ export function createPgDb(options: PgDbOptions): Db {
 
     async withAdvisoryLock(name, fn, opts = {}) {
       const key = advisoryKey(name).toString();
-      const client = await pool.connect();
+      const { client, release } = await checkout(pool, options.logger);
       let held = false;
       let broken = false;
       try {
@@ -156,7 +179,7 @@ export function createPgDb(options: PgDbOptions): Db {
           }
         }
         // Destroying the connection also frees a session lock we could not release cleanly.
-        client.release(broken ? true : undefined);
+        release(broken);
       }
     },
 
