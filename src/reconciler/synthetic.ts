@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Correspondence } from '../client/types.js';
+import { inboxRowFromEnvelope } from '../inbox/envelope-row.js';
 import type { NewInboxEvent } from '../inbox/types.js';
 import type { ProjectedCorrespondence } from '../projection/read.js';
 
@@ -97,20 +98,5 @@ export function diffCorrespondence(service: Correspondence, projected: Projected
 }
 
 export function toInboxRow(e: SyntheticEnvelope): NewInboxEvent {
-  const json = JSON.stringify(e);
-  return {
-    eventId: e.event_id,
-    type: e.type,
-    occurredAt: e.at,
-    payloadJson: json,
-    rawBody: Buffer.from(json),
-    signatureHeader: null,
-    headers: null,
-    endpointId: null,
-    source: 'reconciler',
-    correspondenceId: typeof e.data.correspondence_id === 'string' ? e.data.correspondence_id : null,
-    secretIndex: null,
-    status: 'received',
-    lastError: null,
-  };
+  return inboxRowFromEnvelope(e, 'reconciler');
 }

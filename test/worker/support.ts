@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../../src/db/types.js';
+import { inboxRowFromEnvelope } from '../../src/inbox/envelope-row.js';
 import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
 import type { InboxSource, NewInboxEvent } from '../../src/inbox/types.js';
 
@@ -16,22 +17,7 @@ export function envelope(type: string, data: Record<string, unknown>, at: string
 
 /** An inbox row as ingress (or the reconciler) would write it for this envelope. */
 export function toRow(e: Envelope, source: InboxSource = 'webhook'): NewInboxEvent {
-  const json = JSON.stringify(e);
-  return {
-    eventId: e.event_id,
-    type: e.type,
-    occurredAt: e.at,
-    payloadJson: json,
-    rawBody: Buffer.from(json),
-    signatureHeader: null,
-    headers: null,
-    endpointId: null,
-    source,
-    correspondenceId: typeof e.data.correspondence_id === 'string' ? e.data.correspondence_id : null,
-    secretIndex: null,
-    status: 'received',
-    lastError: null,
-  };
+  return inboxRowFromEnvelope(e, source);
 }
 
 /** Inserts (and notifies) in one statement, as one group-commit flush would. */
