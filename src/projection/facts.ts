@@ -62,6 +62,13 @@ export function collectFacts(events: readonly AnyKnownEvent[]): ProjectionFacts 
   };
 
   for (const e of events) {
+    if (e.type === 'claim.expired') {
+      // A claim code that lapsed unredeemed: its recipient was never reached, so the participant is
+      // undeliverable (docs/events.md). Only the participant changes; the file's facts do not.
+      const { correspondence_id: claimCid, participant_id: claimPid } = e.data;
+      if (claimCid && claimPid) addParticipant(claimCid, claimPid, null, 'undeliverable', null, e);
+      continue;
+    }
     if (!PROJECTED_TYPES.has(e.type)) continue;
     const cid = (e.data as { correspondence_id: string }).correspondence_id;
     let status: string | null = null;

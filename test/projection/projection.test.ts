@@ -129,6 +129,19 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
     expect(await getProjectedCorrespondence(store.db, 'cor_wallet')).toBeUndefined();
   });
 
+  it('marks a held participant undeliverable when its claim code expires, in either order of arrival', async () => {
+    for (const [i, order] of [[0, 1], [1, 0]].entries()) {
+      const c = `cor_claim_${i}`;
+      const events = [
+        known('correspondence.created', '2026-01-01T10:00:00Z', `cc${i}`, { correspondence_id: c, status: 'live', participants: [{ participant_id: 'p', ref: 'r', state: 'held' }] }),
+        known('claim.expired', '2026-01-02T10:00:00Z', `ce${i}`, { claim_id: 'clm_1', correspondence_id: c, participant_id: 'p' }),
+      ];
+      for (const k of order!) await apply(store.db, [events[k]!]);
+      const got = await getProjectedCorrespondence(store.db, c);
+      expect(got?.participants).toMatchObject([{ participant_id: 'p', ref: 'r', state: 'undeliverable' }]);
+    }
+  });
+
   it('pages through open correspondences in id order', async () => {
     for (const id of ['cor_page_a', 'cor_page_b', 'cor_page_c']) await apply(store.db, [known('correspondence.created', '2026-01-01T10:00:00Z', `pg_${id}`, { correspondence_id: id, status: 'live' })]);
     const first = await listOpenCorrespondenceIds(store.db, { after: 'cor_page_', limit: 2 });
