@@ -6,11 +6,6 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-/** A clock offset from the system clock; used to simulate skew between replicas. */
-export function offsetClock(offsetMs: number, base: Clock = systemClock): Clock {
-  return { now: () => base.now() + offsetMs };
-}
-
 export function fixedClock(ms: number): Clock & { set(ms: number): void; advance(ms: number): void } {
   let current = ms;
   return {

@@ -142,9 +142,3 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     shutdownTimeoutMs: int(env, 'POSTROOM_SHUTDOWN_TIMEOUT_MS', 20_000, { min: 100, max: 600_000 }),
   };
 }
-
-/** Whether development conveniences (generated secret, pretty logs) apply. */
-export function isDevelopment(config: Config): boolean {
-  return !config.production && config.nodeEnv !== 'test';
-}
-
