@@ -5,6 +5,7 @@ import { ConfigError } from './errors.js';
 import type { EventType } from './events/catalogue.js';
 import type { EventHandler, EveryEventHandler, HandlerMap, UnknownEventHandler } from './events/handlers.js';
 import { createHandlerRegistry, type HandlerRegistry } from './events/registry.js';
+import { recordConsumption } from './worker/consumer-queries.js';
 import { createInboxWriter, type InboxWriter } from './inbox/group-commit.js';
 import { createIngressCore } from './ingress/accept.js';
 import { createIngressRouter } from './ingress/router.js';
@@ -98,6 +99,9 @@ export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Po
   });
 
   const writers: InboxWriter[] = [];
+  // The reconciler reads which types are consumed from the store (it may run in another process).
+  let consumptionRecorded: Promise<void> | undefined;
+  const recordOnce = (): Promise<void> => (consumptionRecorded ??= recordConsumption(options.db, registry.consumption()));
 
   const postroom: Postroom<Api> = {
     on(type, handler) {
@@ -135,12 +139,18 @@ export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Po
       });
       return createIngressRouter({ core, logger, maxBodyBytes: routerOptions.maxBodyBytes ?? 1024 * 1024, ...(options.metrics ? { metrics: options.metrics } : {}) });
     },
-    start: () => worker.start(),
+    async start() {
+      await recordOnce();
+      await worker.start();
+    },
     async stop(deadlineMs = 10_000) {
       await Promise.all(writers.map((w) => w.close()));
       await worker.stop(deadlineMs);
     },
-    drain: (o) => worker.drain(o),
+    async drain(o) {
+      await recordOnce();
+      return worker.drain(o);
+    },
     worker,
     registry,
     projection: {

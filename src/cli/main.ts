@@ -65,7 +65,7 @@ function allCommands(cmd: Command): Command[] {
 
 /** Runs the CLI; returns the process exit code. Never prints a stack trace for expected errors. */
 export async function main(argv: string[], env: Env, io?: Io): Promise<number> {
-  const realIo: Io = io ?? { stdout: process.stdout, stderr: process.stderr, interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY) && env.CI !== 'true' };
+  const realIo: Io = io ?? { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY) && env.CI !== 'true' };
   const ctx = createCliContext(env, realIo);
   const program = buildProgram(ctx);
   let code: number = EXIT.ok;

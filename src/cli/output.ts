@@ -4,6 +4,8 @@ import type { Writable } from 'node:stream';
 export interface Io {
   stdout: Writable & { isTTY?: boolean };
   stderr: Writable & { isTTY?: boolean };
+  /** For commands that read a list from standard input (`-`); absent in tests that give none. */
+  stdin?: NodeJS.ReadableStream;
   /** True when a person is at the keyboard (progress bars, confirmations). */
   interactive: boolean;
 }

@@ -111,7 +111,14 @@ function buildClient(options: ApiClientOptions) {
     userAgent: `postroom/${VERSION}`,
     ...(options.backoff ? { backoff: options.backoff } : {}),
   });
-  const ctx: ResourceContext = { transport, newIdempotencyKey: options.idempotencyKey ?? randomUUID, correspondencePath, onCorrespondenceCreated: options.onCorrespondenceCreated };
+  const ctx: ResourceContext = {
+    transport,
+    newIdempotencyKey: options.idempotencyKey ?? randomUUID,
+    correspondencePath,
+    onCorrespondenceCreated: options.onCorrespondenceCreated,
+    logger,
+    sleep: (ms) => (options.sleep ?? ((t: number) => delay(t)))(ms),
+  };
 
   return {
     /** Which plane the key acts on; the CLI shows it and asks before live writes. */

@@ -8,6 +8,7 @@ export const OPERATION_SCOPES = {
   'documents.upload': 'documents.write',
   'correspondence.create': 'correspondence.write',
   'correspondence.get': 'correspondence.read',
+  'correspondence.listChanged': 'correspondence.read',
   'plans.run': 'correspondence.write',
   'apiKeys.rotate': 'apikeys.write',
   'webhookEndpoints.create': 'webhooks.write',

@@ -69,6 +69,10 @@ export interface Config {
   encryptionKey: string | undefined;
   secretOverlapSeconds: number;
   reconcileCron: string;
+  /** Types whose gaps stay open even when no handler consumes them. */
+  reconcileConsumedTypes: string[];
+  /** How far a dead delivery's time may lie from the change a re-read shows. */
+  reconcileMatchWindowMs: number;
   metricsPort: number | undefined;
   shutdownTimeoutMs: number;
 }
@@ -138,6 +142,8 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     encryptionKey,
     secretOverlapSeconds: int(env, 'POSTROOM_SECRET_OVERLAP_SECONDS', 86_400, { min: 0, max: 30 * 86_400 }),
     reconcileCron: str(env, 'POSTROOM_RECONCILE_CRON') ?? '*/5 * * * *',
+    reconcileConsumedTypes: list(env, 'POSTROOM_RECONCILE_CONSUMED_TYPES'),
+    reconcileMatchWindowMs: int(env, 'POSTROOM_RECONCILE_MATCH_WINDOW_SECONDS', 120, { min: 1, max: 86_400 }) * 1000,
     metricsPort: metricsPortRaw === undefined ? undefined : int(env, 'POSTROOM_METRICS_PORT', 0, { min: 1, max: 65535 }),
     shutdownTimeoutMs: int(env, 'POSTROOM_SHUTDOWN_TIMEOUT_MS', 20_000, { min: 100, max: 600_000 }),
   };

@@ -24,6 +24,10 @@ export const EVENT_CATALOGUE = {
     kind: z.string().optional(),
     subject: z.string().optional(),
     status: z.string().optional(),
+    content_type: z.string().optional(),
+    document_ids: z.array(id).max(1000).optional(),
+    /** The file's created_at as GET /correspondence/{id} returns it, when sent; an unparseable value is ignored, not quarantined. */
+    created_at: z.string().max(64).optional(),
     participants: z.array(participantSnapshot).optional(),
   }),
   'correspondence.send_completed': z.looseObject({
@@ -60,11 +64,13 @@ export const EVENT_CATALOGUE = {
     claim_id: id,
     correspondence_id: z.string().optional(),
     participant_id: z.string().optional(),
+    ref: z.string().optional(),
   }),
   'claim.expired': z.looseObject({
     claim_id: id,
     correspondence_id: z.string().optional(),
     participant_id: z.string().optional(),
+    ref: z.string().optional(),
   }),
   'wallet.debited': z.looseObject({
     /** Minor units. */

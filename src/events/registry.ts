@@ -13,6 +13,17 @@ export interface HandlerRegistry<Api = unknown> {
   use(map: HandlerMap<Api>): void;
   /** What runs for one event, in order; empty when nothing is registered for it. */
   handlersFor(kind: 'known' | 'unknown', type: string): ReadonlyArray<BoundHandler<Api>>;
+  /** Which types something consumes: the reconciler closes gaps of other types as not consumed. */
+  consumption(): Consumption;
+}
+
+export interface Consumption {
+  /** Known types with a handler of their own. */
+  types: string[];
+  /** A handler runs for every event (the forwarder, onEvery). */
+  everyType: boolean;
+  /** A catch-all runs for types the catalogue does not know. */
+  unknownTypes: boolean;
 }
 
 export function createHandlerRegistry<Api = unknown>(): HandlerRegistry<Api> {
@@ -55,6 +66,9 @@ export function createHandlerRegistry<Api = unknown>(): HandlerRegistry<Api> {
         }
         for (const h of Array.isArray(value) ? value : [value]) registry.on(key as EventType, h as EventHandler<EventType, Api>);
       }
+    },
+    consumption() {
+      return { types: [...byType.keys()].sort(), everyType: every.length > 0, unknownTypes: unknown.length > 0 };
     },
     handlersFor(kind, type) {
       const own = kind === 'known' ? (byType.get(type) ?? []) : unknown;

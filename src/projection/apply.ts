@@ -12,6 +12,6 @@ export async function applyToProjection(tx: Queryable, events: readonly AnyKnown
   if (events.length === 0) return;
   const facts = collectFacts(events);
   // Correspondence first, participants second: every worker takes row locks in this order.
-  await upsertCorrespondenceFacts(tx, facts.correspondence);
+  await upsertCorrespondenceFacts(tx, facts.correspondence, facts.documents);
   await upsertParticipantFacts(tx, facts.participants);
 }

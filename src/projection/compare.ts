@@ -4,41 +4,72 @@ import type { ProjectedCorrespondence, SendSummary } from './read.js';
 export interface ServiceCorrespondence {
   correspondence_id: string;
   status: string;
-  participants: ReadonlyArray<{ participant_id: string; state: string; ref?: string | null }>;
+  kind?: string | null;
+  subject?: string | null;
+  content_type?: string | null;
+  created_at?: string | null;
+  document_ids?: readonly string[] | null;
+  participants: ReadonlyArray<{ participant_id: string; state: string; ref?: string | null; last_act?: string | null }>;
   send_summary?: SendSummary | null;
 }
 
+/** Fields of the file itself both sides describe; each is compared as a value. */
+export const COMPARED_FIELDS = ['status', 'kind', 'subject', 'content_type', 'created_at', 'document_ids', 'send_summary'] as const;
+/** Fields of each participant both sides describe. */
+export const COMPARED_PARTICIPANT_FIELDS = ['ref', 'state', 'last_act'] as const;
+
 export type ProjectionDifference =
   | { kind: 'missing_correspondence'; correspondenceId: string }
-  | { kind: 'status'; correspondenceId: string; projection: string | null; service: string }
+  | { kind: 'field'; correspondenceId: string; field: (typeof COMPARED_FIELDS)[number]; projection: unknown; service: unknown }
   | { kind: 'missing_participant'; correspondenceId: string; participantId: string; service: string }
   | { kind: 'unexpected_participant'; correspondenceId: string; participantId: string; projection: string }
-  | { kind: 'participant_state'; correspondenceId: string; participantId: string; projection: string; service: string }
-  | { kind: 'send_summary'; correspondenceId: string; projection: SendSummary | null; service: SendSummary | null };
+  | { kind: 'participant_field'; correspondenceId: string; participantId: string; field: (typeof COMPARED_PARTICIPANT_FIELDS)[number]; projection: unknown; service: unknown };
+
+const instant = (v: string | null | undefined): number | null => (v == null || Number.isNaN(Date.parse(v)) ? null : Date.parse(v));
+const sortedSet = (v: readonly string[] | null | undefined): string[] => [...new Set(v ?? [])].sort();
 
 /**
- * What "the projection equals the service" means in docs/events.md: the same
- * status, the same set of participants with the same state, and the same
- * send_summary. Returns the differences (none when equal); the reconciler
- * decides what to do about them.
+ * What "the projection equals the service" means (docs/events.md): for every
+ * field both describe, the same value. The file: status, kind, subject,
+ * content_type, created_at (the same instant), document_ids (the same set) and
+ * send_summary; the same set of participants, each with the same ref, state and
+ * last act. Returns the differences (none when equal); the reconciler decides
+ * what to do about them.
  */
 export function compareWithService(projection: ProjectedCorrespondence | undefined, service: ServiceCorrespondence): ProjectionDifference[] {
   const id = service.correspondence_id;
   if (!projection) return [{ kind: 'missing_correspondence', correspondenceId: id }];
   const out: ProjectionDifference[] = [];
-  if (projection.status !== service.status) out.push({ kind: 'status', correspondenceId: id, projection: projection.status, service: service.status });
-
-  const ours = new Map(projection.participants.map((p) => [p.participant_id, p.state]));
-  for (const p of service.participants) {
-    const state = ours.get(p.participant_id);
-    if (state === undefined) out.push({ kind: 'missing_participant', correspondenceId: id, participantId: p.participant_id, service: p.state });
-    else if (state !== p.state) out.push({ kind: 'participant_state', correspondenceId: id, participantId: p.participant_id, projection: state, service: p.state });
-    ours.delete(p.participant_id);
-  }
-  for (const [participantId, state] of ours) out.push({ kind: 'unexpected_participant', correspondenceId: id, participantId, projection: state });
-
+  const field = (name: (typeof COMPARED_FIELDS)[number], projected: unknown, theirs: unknown, equal: boolean): void => {
+    if (!equal) out.push({ kind: 'field', correspondenceId: id, field: name, projection: projected, service: theirs });
+  };
+  field('status', projection.status, service.status, projection.status === service.status);
+  field('kind', projection.kind, service.kind ?? null, projection.kind === (service.kind ?? null));
+  field('subject', projection.subject, service.subject ?? null, projection.subject === (service.subject ?? null));
+  field('content_type', projection.content_type, service.content_type ?? null, projection.content_type === (service.content_type ?? null));
+  field('created_at', projection.created_at, service.created_at ?? null, instant(projection.created_at) === instant(service.created_at));
+  const ourDocs = sortedSet(projection.document_ids);
+  const theirDocs = sortedSet(service.document_ids);
+  field('document_ids', ourDocs, theirDocs, ourDocs.join('\u0000') === theirDocs.join('\u0000'));
   const theirs = service.send_summary ?? null;
-  if (!sameSummary(projection.send_summary, theirs)) out.push({ kind: 'send_summary', correspondenceId: id, projection: projection.send_summary, service: theirs });
+  field('send_summary', projection.send_summary, theirs, sameSummary(projection.send_summary, theirs));
+
+  const ours = new Map(projection.participants.map((p) => [p.participant_id, p]));
+  for (const p of service.participants) {
+    const mine = ours.get(p.participant_id);
+    ours.delete(p.participant_id);
+    if (mine === undefined) {
+      out.push({ kind: 'missing_participant', correspondenceId: id, participantId: p.participant_id, service: p.state });
+      continue;
+    }
+    const part = (name: (typeof COMPARED_PARTICIPANT_FIELDS)[number], projected: unknown, service: unknown): void => {
+      if (projected !== service) out.push({ kind: 'participant_field', correspondenceId: id, participantId: p.participant_id, field: name, projection: projected, service });
+    };
+    part('state', mine.state, p.state);
+    part('ref', mine.ref, p.ref ?? null);
+    part('last_act', mine.last_act, p.last_act ?? null);
+  }
+  for (const [participantId, p] of ours) out.push({ kind: 'unexpected_participant', correspondenceId: id, participantId, projection: p.state });
   return out;
 }
 

@@ -15,6 +15,9 @@ export interface CorrespondenceFacts {
   statusRank: Array<number | null>;
   kind: Array<string | null>;
   subject: Array<string | null>;
+  contentType: Array<string | null>;
+  /** The resource's created_at when the created event carries one, else the event's at; null for other types. */
+  createdAt: Array<string | null>;
   documentId: Array<string | null>;
   delivered: Array<number | null>;
   held: Array<number | null>;
@@ -34,8 +37,15 @@ export interface ParticipantFacts {
   eventId: string[];
 }
 
+/** Documents a correspondence.created lists (given at creation): one row per document. */
+export interface DocumentFacts {
+  correspondenceId: string[];
+  documentId: string[];
+}
+
 export interface ProjectionFacts {
   correspondence: CorrespondenceFacts;
+  documents: DocumentFacts;
   participants: ParticipantFacts;
 }
 
@@ -45,9 +55,10 @@ export function isProjected(event: AnyKnownEvent): boolean {
 
 export function collectFacts(events: readonly AnyKnownEvent[]): ProjectionFacts {
   const c: CorrespondenceFacts = {
-    correspondenceId: [], eventId: [], type: [], at: [], status: [], statusRank: [], kind: [], subject: [],
+    correspondenceId: [], eventId: [], type: [], at: [], status: [], statusRank: [], kind: [], subject: [], contentType: [], createdAt: [],
     documentId: [], delivered: [], held: [], undeliverable: [], total: [],
   };
+  const d: DocumentFacts = { correspondenceId: [], documentId: [] };
   const p: ParticipantFacts = { correspondenceId: [], participantId: [], ref: [], state: [], stateRank: [], act: [], at: [], eventId: [] };
 
   const addParticipant = (cid: string, pid: string, ref: string | null, state: string, act: string | null, e: AnyKnownEvent): void => {
@@ -62,11 +73,13 @@ export function collectFacts(events: readonly AnyKnownEvent[]): ProjectionFacts 
   };
 
   for (const e of events) {
-    if (e.type === 'claim.expired') {
+    if (e.type === 'claim.expired' || e.type === 'claim.claimed') {
       // A claim code that lapsed unredeemed: its recipient was never reached, so the participant is
-      // undeliverable (docs/events.md). Only the participant changes; the file's facts do not.
-      const { correspondence_id: claimCid, participant_id: claimPid } = e.data;
-      if (claimCid && claimPid) addParticipant(claimCid, claimPid, null, 'undeliverable', null, e);
+      // undeliverable (docs/events.md). A redeemed one says nothing of state by itself (the delivery
+      // fires participant.acted), so it ranks lowest and only teaches the participant's ref.
+      // Only the participant changes; the file's facts do not.
+      const { correspondence_id: claimCid, participant_id: claimPid, ref } = e.data;
+      if (claimCid && claimPid) addParticipant(claimCid, claimPid, ref ?? null, e.type === 'claim.expired' ? 'undeliverable' : 'pending', null, e);
       continue;
     }
     if (!PROJECTED_TYPES.has(e.type)) continue;
@@ -74,6 +87,8 @@ export function collectFacts(events: readonly AnyKnownEvent[]): ProjectionFacts 
     let status: string | null = null;
     let kind: string | null = null;
     let subject: string | null = null;
+    let contentType: string | null = null;
+    let createdAt: string | null = null;
     let documentId: string | null = null;
     let summary: [number, number, number, number] | null = null;
 
@@ -83,6 +98,12 @@ export function collectFacts(events: readonly AnyKnownEvent[]): ProjectionFacts 
         status = e.data.status ?? 'created';
         kind = e.data.kind ?? null;
         subject = e.data.subject ?? null;
+        contentType = e.data.content_type ?? null;
+        createdAt = validInstant(e.data.created_at) ?? e.at;
+        for (const doc of new Set(e.data.document_ids ?? [])) {
+          d.correspondenceId.push(cid);
+          d.documentId.push(doc);
+        }
         for (const part of e.data.participants ?? []) addParticipant(cid, part.participant_id, part.ref, part.state, null, e);
         break;
       case 'correspondence.sealed':
@@ -112,11 +133,21 @@ export function collectFacts(events: readonly AnyKnownEvent[]): ProjectionFacts 
     c.statusRank.push(status === null ? null : statusRank(status));
     c.kind.push(kind);
     c.subject.push(subject);
+    c.contentType.push(contentType);
+    c.createdAt.push(createdAt);
     c.documentId.push(documentId);
     c.delivered.push(summary?.[0] ?? null);
     c.held.push(summary?.[1] ?? null);
     c.undeliverable.push(summary?.[2] ?? null);
     c.total.push(summary?.[3] ?? null);
   }
-  return { correspondence: c, participants: p };
+  return { correspondence: c, documents: d, participants: p };
+}
+
+/** An ISO 8601 instant Postgres can hold, normalised; anything else is ignored rather than failing the batch. */
+function validInstant(value: string | undefined): string | null {
+  if (value === undefined) return null;
+  const t = Date.parse(value);
+  if (Number.isNaN(t) || !/^\d{4}-\d{2}-\d{2}T/.test(value)) return null;
+  return new Date(t).toISOString();
 }

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import type { CorrespondenceFacts, ParticipantFacts } from './facts.js';
+import type { CorrespondenceFacts, DocumentFacts, ParticipantFacts } from './facts.js';
 
 /*
  * The merge rules, written once as sort orders and used twice: to reduce a
@@ -29,9 +29,13 @@ const UPSERT_CORRESPONDENCE_SQL = `
 WITH f AS (
   SELECT *
   FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::int2[], $7::text[], $8::text[],
-              $9::text[], $10::int4[], $11::int4[], $12::int4[], $13::int4[])
+              $9::text[], $10::int4[], $11::int4[], $12::int4[], $13::int4[], $14::text[], $15::timestamptz[])
     AS f(correspondence_id, event_id, type, at, status, status_rank, kind, subject,
-         document_id, delivered, held, undeliverable, total)
+         document_id, delivered, held, undeliverable, total, content_type, created_at)
+),
+given AS (
+  -- Documents a created event lists (given at creation).
+  SELECT * FROM unnest($16::text[], $17::text[]) AS g(correspondence_id, document_id)
 ),
 latest AS (
   SELECT DISTINCT ON (correspondence_id) correspondence_id, event_id, type, at
@@ -44,9 +48,9 @@ status AS (
 ),
 created AS (
   -- The snapshot of the earliest correspondence.created (there is normally one).
-  SELECT DISTINCT ON (correspondence_id) correspondence_id, kind, subject, at
+  SELECT DISTINCT ON (correspondence_id) correspondence_id, kind, subject, content_type, created_at
   FROM f WHERE type = 'correspondence.created'
-  ORDER BY correspondence_id, at, event_id COLLATE "C"
+  ORDER BY correspondence_id, created_at, at, event_id COLLATE "C"
 ),
 summary AS (
   SELECT DISTINCT ON (correspondence_id) correspondence_id, delivered, held, undeliverable, total, at, event_id
@@ -54,14 +58,16 @@ summary AS (
   ORDER BY correspondence_id, ${LATEST('at', 'event_id')}
 ),
 documents AS (
-  SELECT correspondence_id, array_agg(DISTINCT document_id) AS ids
-  FROM f WHERE document_id IS NOT NULL GROUP BY correspondence_id
+  SELECT correspondence_id, array_agg(DISTINCT document_id ORDER BY document_id) AS ids
+  FROM (SELECT correspondence_id, document_id FROM f WHERE document_id IS NOT NULL
+        UNION ALL SELECT correspondence_id, document_id FROM given) AS all_documents
+  GROUP BY correspondence_id
 )
 INSERT INTO correspondence_projection AS p (
-  correspondence_id, status, status_rank, status_at, status_event_id, kind, subject, created_at, document_ids,
+  correspondence_id, status, status_rank, status_at, status_event_id, kind, subject, content_type, created_at, document_ids,
   summary_delivered, summary_held, summary_undeliverable, summary_total, summary_at, summary_event_id,
   last_event_id, last_event_type, last_event_at)
-SELECT l.correspondence_id, s.status, coalesce(s.status_rank, -1), s.at, s.event_id, c.kind, c.subject, c.at, coalesce(d.ids, '{}'),
+SELECT l.correspondence_id, s.status, coalesce(s.status_rank, -1), s.at, s.event_id, c.kind, c.subject, c.content_type, c.created_at, coalesce(d.ids, '{}'),
        m.delivered, m.held, m.undeliverable, m.total, m.at, m.event_id,
        l.event_id, l.type, l.at
 FROM latest l
@@ -72,7 +78,7 @@ LEFT JOIN documents d USING (correspondence_id)
 ORDER BY l.correspondence_id
 ON CONFLICT (correspondence_id) DO UPDATE SET
   ${pick(['status', 'status_rank', 'status_at', 'status_event_id'], RANKED('status_rank', 'status_at', 'status_event_id'))},
-  ${pick(['kind', 'subject', 'created_at'], 'created_at NULLS LAST')},
+  ${pick(['kind', 'subject', 'content_type', 'created_at'], 'created_at NULLS LAST')},
   document_ids = ARRAY(SELECT DISTINCT unnest(p.document_ids || excluded.document_ids) ORDER BY 1),
   ${pick(
     ['summary_delivered', 'summary_held', 'summary_undeliverable', 'summary_total', 'summary_at', 'summary_event_id'],
@@ -108,11 +114,12 @@ ON CONFLICT (correspondence_id, participant_id) DO UPDATE SET
   ${pick(['last_act', 'last_act_at', 'last_act_event_id'], LATEST('last_act_at', 'last_act_event_id'))},
   updated_at = now()`;
 
-export async function upsertCorrespondenceFacts(q: Queryable, f: CorrespondenceFacts): Promise<void> {
+export async function upsertCorrespondenceFacts(q: Queryable, f: CorrespondenceFacts, documents: DocumentFacts): Promise<void> {
   if (f.correspondenceId.length === 0) return;
   await q.query(UPSERT_CORRESPONDENCE_SQL, [
     f.correspondenceId, f.eventId, f.type, f.at, f.status, f.statusRank, f.kind, f.subject,
-    f.documentId, f.delivered, f.held, f.undeliverable, f.total,
+    f.documentId, f.delivered, f.held, f.undeliverable, f.total, f.contentType, f.createdAt,
+    documents.correspondenceId, documents.documentId,
   ]);
 }
 

@@ -22,6 +22,7 @@ export interface ProjectedCorrespondence {
   status: string | null;
   kind: string | null;
   subject: string | null;
+  content_type: string | null;
   created_at: string | null;
   document_ids: string[];
   send_summary: SendSummary | null;
@@ -36,6 +37,7 @@ interface CorrespondenceRow {
   status: string | null;
   kind: string | null;
   subject: string | null;
+  content_type: string | null;
   created_at: Date | null;
   document_ids: string[];
   summary_delivered: number | null;
@@ -61,7 +63,7 @@ const iso = (d: Date | string | null): string | null => (d === null ? null : new
 /** One correspondence with its participants (ordered by participant_id), or undefined when no event named it. */
 export async function getProjectedCorrespondence(q: Queryable, correspondenceId: string): Promise<ProjectedCorrespondence | undefined> {
   const res = await q.query<CorrespondenceRow>(
-    `SELECT correspondence_id, status, kind, subject, created_at, document_ids,
+    `SELECT correspondence_id, status, kind, subject, content_type, created_at, document_ids,
             summary_delivered, summary_held, summary_undeliverable, summary_total,
             last_event_id, last_event_type, last_event_at, updated_at
      FROM correspondence_projection WHERE correspondence_id = $1`,
@@ -79,6 +81,7 @@ export async function getProjectedCorrespondence(q: Queryable, correspondenceId:
     status: row.status,
     kind: row.kind,
     subject: row.subject,
+    content_type: row.content_type,
     created_at: iso(row.created_at),
     document_ids: row.document_ids ?? [],
     send_summary:

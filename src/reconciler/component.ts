@@ -2,7 +2,7 @@ import type { Component, ComponentDeps } from '../app/server.js';
 import { createApiClientFromConfig } from '../client/from-config.js';
 import type { Role } from '../config/config.js';
 import { ConfigError } from '../errors.js';
-import { createReconciler } from './reconcile.js';
+import { createReconciler, reconcileDefaults } from './reconcile.js';
 import { createReconcileSchedule } from './schedule.js';
 
 /**
@@ -21,7 +21,7 @@ export function reconcilerComponentFactory(deps: ComponentDeps, ctx: { role: Rol
     return undefined;
   }
   const api = createApiClientFromConfig(config, { logger, metrics: deps.metrics });
-  const reconciler = createReconciler({ db: deps.db, api, logger, clock: deps.clock, metrics: deps.metrics });
+  const reconciler = createReconciler({ db: deps.db, api, logger, clock: deps.clock, metrics: deps.metrics, defaults: reconcileDefaults(config) });
   const schedule = createReconcileSchedule({ reconciler, expression: config.reconcileCron, logger });
   return {
     name: 'reconciler',

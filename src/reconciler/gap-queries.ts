@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/types.js';
 
-export type GapStatus = 'open' | 'filled' | 'ignored';
+export const GAP_STATUSES = ['open', 'recovered', 'state_synced', 'not_consumed', 'ignored'] as const;
+export type GapStatus = (typeof GAP_STATUSES)[number];
 
 export interface Gap {
   gap_id: number;
@@ -16,6 +17,8 @@ export interface Gap {
   first_seen_at: Date;
   last_seen_at: Date;
   resolved_at: Date | null;
+  /** Why it left `open`: the correspondence re-read, when, what differed, what was written. */
+  evidence: Record<string, unknown> | null;
 }
 
 export interface NewGap {
@@ -30,7 +33,7 @@ export interface NewGap {
 }
 
 const GAP_COLUMNS = `gap_id::int AS gap_id, event_id, event_type, endpoint_id, delivery_id, delivery_created_at, last_error,
-  correspondence_id, status, reason, first_seen_at, last_seen_at, resolved_at`;
+  correspondence_id, status, reason, first_seen_at, last_seen_at, resolved_at, evidence`;
 
 /** Records gaps; a gap seen again only has last_seen_at bumped. Returns how many were new. */
 export async function upsertGaps(q: Queryable, gaps: readonly NewGap[]): Promise<number> {
@@ -55,58 +58,96 @@ export async function upsertGaps(q: Queryable, gaps: readonly NewGap[]): Promise
   return res.rows.filter((r) => r.inserted).length;
 }
 
-/** Open gaps whose event has since reached the inbox (a redelivery, a replay): nothing is missing any more. */
-export async function fillGapsReceivedLater(q: Queryable): Promise<number> {
+/** Open gaps whose event has since reached the inbox (a redelivery, a replay): the event itself is there. */
+export async function recoverGapsReceivedLater(q: Queryable, runId: number | null): Promise<number> {
   const res = await q.query(
-    `UPDATE reconcile_gaps g SET status = 'filled', resolved_at = now(), reason = 'the event reached the inbox after the gap was found'
-     WHERE g.status = 'open' AND EXISTS (SELECT 1 FROM inbox i WHERE i.event_id = g.event_id)`,
+    `UPDATE reconcile_gaps g SET status = 'recovered', resolved_at = now(), reason = 'the event itself reached the inbox after the gap was found',
+       evidence = jsonb_build_object('kind', 'event_received', 'event_id', g.event_id, 'source', i.source, 'received_at', i.received_at, 'run_id', $1::bigint)
+     FROM inbox i
+     WHERE g.status = 'open' AND i.event_id = g.event_id`,
+    [runId],
   );
   return res.rowCount;
 }
 
-/**
- * What pass 2 needs to know about open gaps, computed in the database so memory
- * stays flat however many there are: the earliest delivery among them and the
- * correspondence ids some of them name.
- */
-export async function openGapOutline(q: Queryable): Promise<{ earliestDelivery: Date | null; correspondenceIds: string[] }> {
-  const first = await q.query<{ earliest: Date | null }>(`SELECT min(delivery_created_at) AS earliest FROM reconcile_gaps WHERE status = 'open'`);
+/** The earliest delivery among open gaps of these types (where a re-read must start), and the correspondence ids deliveries named. */
+export async function openGapOutline(q: Queryable, types: readonly string[]): Promise<{ earliestDelivery: Date | null; correspondenceIds: string[] }> {
+  const first = await q.query<{ earliest: Date | null }>(`SELECT min(delivery_created_at) AS earliest FROM reconcile_gaps WHERE status = 'open' AND event_type = ANY($1::text[])`, [types]);
   const ids = await q.query<{ correspondence_id: string }>(
-    `SELECT DISTINCT correspondence_id FROM reconcile_gaps WHERE status = 'open' AND correspondence_id IS NOT NULL`,
+    `SELECT DISTINCT correspondence_id FROM reconcile_gaps WHERE status = 'open' AND correspondence_id IS NOT NULL AND event_type = ANY($1::text[])`,
+    [types],
   );
   return { earliestDelivery: first.rows[0]?.earliest ?? null, correspondenceIds: ids.rows.map((r) => r.correspondence_id) };
 }
 
+/** Open gaps of these types first seen before `seenBefore`, as the matcher needs them. */
+export async function openGapsToMatch(q: Queryable, types: readonly string[], seenBefore: Date): Promise<Array<{ gap_id: number; event_type: string; delivery_created_at: Date | null; correspondence_id: string | null }>> {
+  const res = await q.query<{ gap_id: number; event_type: string; delivery_created_at: Date | null; correspondence_id: string | null }>(
+    `SELECT gap_id::int AS gap_id, event_type, delivery_created_at, correspondence_id FROM reconcile_gaps
+     WHERE status = 'open' AND event_type = ANY($1::text[]) AND first_seen_at <= $2 ORDER BY gap_id`,
+    [types, seenBefore],
+  );
+  return res.rows;
+}
+
 /**
- * Fills the open gaps a re-read covered: those naming a correspondence that was
- * re-read, and, when the re-read was complete, those naming none. Only gaps seen
- * before the re-read started and of correspondence-scoped types qualify.
+ * Closes one gap with the evidence that explains it, and uses up a single
+ * explanation, in one transaction: neither happens without the other.
  */
-export async function fillCoveredGaps(
+export async function closeGapWithEvidence(
   q: Queryable,
-  p: { scopedTypes: readonly string[]; seenBefore: Date; rereadIds: readonly string[]; complete: boolean; reason: string },
-): Promise<number> {
+  p: { gapId: number; status: 'recovered' | 'state_synced'; reason: string; evidence: Record<string, unknown>; explanationId: string; single: boolean },
+): Promise<boolean> {
+  if (p.single) {
+    const used = await q.query(`UPDATE reconcile_explanations SET used_by_gap = $2 WHERE explanation_id = $1 AND used_by_gap IS NULL`, [p.explanationId, p.gapId]);
+    if (used.rowCount === 0) return false;
+  }
+  const res = await q.query(`UPDATE reconcile_gaps SET status = $2, resolved_at = now(), reason = $3, evidence = $4::jsonb WHERE gap_id = $1 AND status = 'open'`, [
+    p.gapId,
+    p.status,
+    p.reason,
+    JSON.stringify(p.evidence),
+  ]);
+  return res.rowCount === 1;
+}
+
+/** The event types among open gaps (to decide which nothing consumes). */
+export async function openGapTypes(q: Queryable): Promise<string[]> {
+  const res = await q.query<{ event_type: string }>(`SELECT DISTINCT event_type FROM reconcile_gaps WHERE status = 'open'`);
+  return res.rows.map((r) => r.event_type);
+}
+
+/** Closes open gaps of types nothing consumes: no handler, no forwarder, no projection effect. */
+export async function closeNotConsumed(q: Queryable, types: readonly string[], runId: number | null): Promise<number> {
+  if (types.length === 0) return 0;
   const res = await q.query(
-    `UPDATE reconcile_gaps SET status = 'filled', resolved_at = now(), reason = $5
-     WHERE status = 'open' AND event_type = ANY($1::text[]) AND first_seen_at <= $2
-       AND (correspondence_id = ANY($3::text[]) OR ($4 AND correspondence_id IS NULL))`,
-    [p.scopedTypes, p.seenBefore, p.rereadIds, p.complete, p.reason],
+    `UPDATE reconcile_gaps SET status = 'not_consumed', resolved_at = now(),
+       reason = 'nothing consumes ' || event_type || ': no handler, no forwarder and no projection effect (set POSTROOM_RECONCILE_CONSUMED_TYPES to keep such gaps open)',
+       evidence = jsonb_build_object('kind', 'not_consumed', 'run_id', $2::bigint)
+     WHERE status = 'open' AND event_type = ANY($1::text[])`,
+    [types, runId],
   );
   return res.rowCount;
 }
 
-/** Says why the remaining correspondence-scoped gaps are still open. */
-export async function explainUncoveredGaps(q: Queryable, scopedTypes: readonly string[], seenBefore: Date, reason: string): Promise<void> {
-  await q.query(`UPDATE reconcile_gaps SET reason = $3 WHERE status = 'open' AND event_type = ANY($1::text[]) AND first_seen_at <= $2 AND reason IS DISTINCT FROM $3`, [
-    scopedTypes,
-    seenBefore,
-    reason,
-  ]);
+/** Says why open gaps of these types are still open (without touching ones already saying it). */
+export async function explainOpenGaps(q: Queryable, types: readonly string[], reason: string, gapIds?: readonly number[]): Promise<void> {
+  await q.query(
+    `UPDATE reconcile_gaps SET reason = $2 WHERE status = 'open' AND event_type = ANY($1::text[]) AND reason IS DISTINCT FROM $2 AND ($3::bigint[] IS NULL OR gap_id = ANY($3::bigint[]))`,
+    [types, reason, gapIds ?? null],
+  );
 }
 
 export async function countOpenGaps(q: Queryable): Promise<number> {
   const res = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM reconcile_gaps WHERE status = 'open'`);
   return Number(res.rows[0]?.n ?? 0);
+}
+
+export async function countGapsByStatus(q: Queryable): Promise<Record<GapStatus, number>> {
+  const res = await q.query<{ status: GapStatus; n: number }>(`SELECT status, count(*)::int AS n FROM reconcile_gaps GROUP BY status`);
+  const out = Object.fromEntries(GAP_STATUSES.map((s) => [s, 0])) as Record<GapStatus, number>;
+  for (const r of res.rows) out[r.status] = Number(r.n);
+  return out;
 }
 
 export async function listGaps(q: Queryable, filter: { status?: GapStatus | undefined; limit: number }): Promise<Gap[]> {

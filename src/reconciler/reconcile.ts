@@ -1,16 +1,17 @@
+import os from 'node:os';
 import type { Clock } from '../clock.js';
+import type { Config } from '../config/config.js';
 import type { Db } from '../db/types.js';
 import { describeError } from '../errors.js';
-import { insertInboxBatch } from '../inbox/insert-queries.js';
 import type { Logger } from '../logging/logger.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { readConsumption } from '../worker/consumer-queries.js';
+import { consumedBy } from './consumption.js';
 import { CORRESPONDENCE_SCOPED_TYPES, findAtRisk, walkDeadDeliveries } from './dead-deliveries.js';
-import { countOpenGaps, explainUncoveredGaps, fillCoveredGaps, fillGapsReceivedLater, openGapOutline } from './gap-queries.js';
-import { mapWithConcurrency } from './pool.js';
-import { getProjectedCorrespondence } from '../projection/read.js';
-import { rereadCandidates } from './projection-reads.js';
-import { knownEndpointIds, startRun, finishRun } from './state-queries.js';
-import { diffCorrespondence, toInboxRow } from './synthetic.js';
+import { closeExplainedGaps } from './close-gaps.js';
+import { closeNotConsumed, countOpenGaps, explainOpenGaps, openGapOutline, openGapTypes, recoverGapsReceivedLater } from './gap-queries.js';
+import { rereadFiles } from './reread.js';
+import { currentRun, knownEndpointIds, startRun, finishRun, type LockHolder } from './state-queries.js';
 import type { ReconcileOptions, ReconcileProgress, ReconcilerApi, ReconcileSummary } from './types.js';
 
 export interface ReconcilerDeps {
@@ -19,9 +20,15 @@ export interface ReconcilerDeps {
   logger: Logger;
   clock: Clock;
   metrics?: Metrics;
+  /** Who this replica is, recorded on its runs so a refused one can say who holds the lock (default host:pid). */
+  holder?: string;
+  /** Settings every run starts from (POSTROOM_RECONCILE_*); a run's own options win. */
+  defaults?: Partial<ReconcileOptions>;
+  /** Waits between lock attempts with --wait (injected so tests do not wait). */
+  sleep?: (ms: number) => Promise<void>;
 }
 
-export type RunResult = { ran: true; summary: ReconcileSummary } | { ran: false; reason: 'not_leader' };
+export type RunResult = { ran: true; summary: ReconcileSummary } | { ran: false; reason: 'not_leader'; holder: LockHolder | undefined };
 
 export interface Reconciler {
   /** One run, if this replica wins the lock; a run already in progress elsewhere means skip, not wait. */
@@ -30,8 +37,15 @@ export interface Reconciler {
 
 export const RECONCILE_LOCK = 'reconcile';
 
+/** The run options the configuration sets. */
+export function reconcileDefaults(config: Pick<Config, 'reconcileConsumedTypes' | 'reconcileMatchWindowMs'>): Partial<ReconcileOptions> {
+  return { consumedTypes: config.reconcileConsumedTypes, matchWindowMs: config.reconcileMatchWindowMs };
+}
+
 export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const { db, api, logger, metrics, clock } = deps;
+  const holder = deps.holder ?? `${os.hostname()}:${process.pid}`;
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
 
   async function endpointsToWalk(options: ReconcileOptions): Promise<string[]> {
     if (options.endpoints?.length) return options.endpoints;
@@ -46,7 +60,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   async function runLocked(options: ReconcileOptions): Promise<ReconcileSummary> {
     const started = clock.now();
     const dryRun = options.dryRun ?? false;
-    const runId = dryRun ? null : await startRun(db, false);
+    const runId = dryRun ? null : await startRun(db, false, holder);
     const progress: ReconcileProgress = { phase: 'dead-deliveries', pages: 0, deliveriesScanned: 0, gapsFound: 0, correspondencesReread: 0 };
     const summary: ReconcileSummary = {
       runId,
@@ -57,8 +71,11 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       deliveriesScanned: 0,
       deliveriesSkipped: 0,
       gapsFound: 0,
-      gapsFilled: 0,
+      gapsRecovered: 0,
+      gapsStateSynced: 0,
+      gapsNotConsumed: 0,
       gapsOpen: 0,
+      rereadSource: 'listing',
       atRisk: { count: 0, sample: [] },
       correspondencesReread: 0,
       rereadFailures: [],
@@ -85,57 +102,53 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         summary.atRisk.sample.push(...risk.sample.slice(0, 20 - summary.atRisk.sample.length));
         progress.phase = 'dead-deliveries';
       }
-      if (!dryRun) summary.gapsFilled += await fillGapsReceivedLater(db);
+      if (!dryRun) summary.gapsRecovered += await recoverGapsReceivedLater(db, runId);
 
-      // Pass 2: re-read what can still differ, and whatever open gaps point at.
+      // Types nothing consumes close as not_consumed: an outage where nothing needed was lost ends clean.
+      const isConsumed = consumedBy(await readConsumption(db), options.consumedTypes ?? []);
+      if (!dryRun) summary.gapsNotConsumed += await closeNotConsumed(db, (await openGapTypes(db)).filter((t) => !isConsumed(t)), runId);
+
+      // Pass 2: re-read every file that changed since the earliest open gap (or the last walk), and those gaps name.
       progress.phase = 're-read';
-      const outline = dryRun ? { earliestDelivery: null, correspondenceIds: [] } : await openGapOutline(db);
-      if (outline.earliestDelivery && (!earliestGap || outline.earliestDelivery < earliestGap)) earliestGap = outline.earliestDelivery;
-      const candidates = new Set(await rereadCandidates(db, earliestGap ? new Date(earliestGap.getTime() - 60_000) : null));
-      for (const id of outline.correspondenceIds) candidates.add(id);
-      // The database's clock, the one that stamped first_seen_at on the gaps.
+      const matchWindowMs = options.matchWindowMs ?? 120_000;
+      const outline = await openGapOutline(db, CORRESPONDENCE_SCOPED_TYPES);
+      // The database's clock, the one that stamped first_seen_at on the gaps: every re-read below comes after it.
       const rereadStarted = (await db.query<{ t: Date }>('SELECT now() AS t')).rows[0]!.t;
-      const ok = new Set<string>();
-      await mapWithConcurrency([...candidates], options.rereadConcurrency ?? 8, async (id) => {
-        if (options.signal?.aborted) return;
-        try {
-          const service = await api.correspondence.get(id);
-          const projected = await getProjectedCorrespondence(db, id);
-          const events = diffCorrespondence(service, projected, new Date(clock.now()));
-          summary.syntheticEventsPlanned += events.length;
-          if (!dryRun && events.length) {
-            // Not `summary.x += await …`: that reads x before the await and loses concurrent re-reads' counts.
-            const written = (await insertInboxBatch(db, events.map(toInboxRow))).size;
-            summary.syntheticEventsWritten += written;
-          }
-          ok.add(id);
-        } catch (err) {
-          summary.rereadFailures.push({ correspondence_id: id, error: describeError(err).slice(0, 300) });
-        }
-        progress.correspondencesReread++;
-        options.onProgress?.(progress);
-      });
+      const reread = await rereadFiles(
+        { db, api, clock, logger },
+        {
+          ...options,
+          dryRun,
+          runId,
+          matchWindowMs,
+          earliestGap: [outline.earliestDelivery, earliestGap].filter((d): d is Date => d !== null).sort((a, b) => a.getTime() - b.getTime())[0] ?? null,
+          namedIds: outline.correspondenceIds,
+          onFile: () => {
+            progress.correspondencesReread++;
+            options.onProgress?.(progress);
+          },
+        },
+      );
       if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
-      summary.correspondencesReread = ok.size;
+      summary.rereadSource = reread.source;
+      summary.correspondencesReread = reread.ok.size;
+      summary.rereadFailures = reread.failures;
+      summary.syntheticEventsPlanned = reread.planned;
+      summary.syntheticEventsWritten = reread.written;
 
       if (!dryRun) {
-        // Without a correspondence id on the delivery, a gap is covered when every correspondence postroom
-        // knows (projection and sent ledger) was re-read after it was seen. Knowing none covers nothing.
-        const complete = summary.rereadFailures.length === 0 && ok.size > 0;
-        summary.gapsFilled += await fillCoveredGaps(db, {
-          scopedTypes: CORRESPONDENCE_SCOPED_TYPES,
-          seenBefore: rereadStarted,
-          rereadIds: [...ok],
-          complete,
-          reason: `covered by a re-read of ${ok.size} correspondence(s) in run ${runId}`,
-        });
-        await explainUncoveredGaps(
+        const closed = await closeExplainedGaps(db, { rereadIds: [...reread.ok], standing: reread.standing, seenBefore: rereadStarted, rereadAt: rereadStarted, runId });
+        summary.gapsRecovered += closed.recovered;
+        summary.gapsStateSynced += closed.stateSynced;
+        const failed = reread.failures.length;
+        await explainOpenGaps(
           db,
           CORRESPONDENCE_SCOPED_TYPES,
-          rereadStarted,
-          summary.rereadFailures.length > 0
-            ? `re-read incomplete (${summary.rereadFailures.length} failed); retried on the next run`
-            : 'postroom knows no correspondence this event could belong to: record what you send (sentLedger) or ignore after checking',
+          failed > 0
+            ? `re-read incomplete (${failed} file(s) failed); tried again on the next run`
+            : reread.source === 'listing'
+              ? `no file re-read in run ${runId} shows a change of this type at this delivery's time: check the event with the service, then \`postroom gaps ignore\``
+              : 'the service offers no listing of changed files and no file postroom knows shows this change: record what you send (`postroom sent record`), check with the service, or ignore after checking',
         );
       }
       summary.gapsOpen = dryRun ? summary.gapsFound : await countOpenGaps(db);
@@ -160,14 +173,20 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   }
 
   return {
-    async run(options = {}) {
-      const result = await db.withAdvisoryLock(RECONCILE_LOCK, () => runLocked(options), { wait: false });
-      if (!result.acquired) {
-        metrics?.reconcileRuns.inc({ outcome: 'skipped_not_leader' });
-        logger.info('another replica is reconciling; skipping this run');
-        return { ran: false, reason: 'not_leader' };
+    async run(given = {}) {
+      const options: ReconcileOptions = { ...deps.defaults, ...given };
+      const deadline = clock.now() + (options.waitMs ?? 0);
+      for (;;) {
+        const result = await db.withAdvisoryLock(RECONCILE_LOCK, () => runLocked(options), { wait: false });
+        if (result.acquired) return { ran: true, summary: result.value };
+        if (clock.now() >= deadline || options.signal?.aborted) {
+          const held = await currentRun(db).catch(() => undefined);
+          metrics?.reconcileRuns.inc({ outcome: 'skipped_not_leader' });
+          logger.info({ holder: held?.holder, since: held?.started_at, run_id: held?.run_id }, 'another replica is reconciling; skipping this run');
+          return { ran: false, reason: 'not_leader', holder: held };
+        }
+        await sleep(Math.min(1000, Math.max(10, deadline - clock.now())));
       }
-      return { ran: true, summary: result.value };
     },
   };
 }

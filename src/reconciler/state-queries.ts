@@ -36,11 +36,38 @@ export async function completeWalk(q: Queryable, endpointId: string, status: str
   );
 }
 
-export async function startRun(q: Queryable, dryRun: boolean): Promise<number> {
+/** Called only by the lock holder: any other run still marked running was killed. */
+export async function startRun(q: Queryable, dryRun: boolean, holder: string): Promise<number> {
   // A run that never finished (killed) is marked so, not left "running" forever.
   await q.query(`UPDATE reconcile_runs SET outcome = 'interrupted', finished_at = now() WHERE outcome = 'running'`);
-  const res = await q.query<{ run_id: number }>('INSERT INTO reconcile_runs (dry_run) VALUES ($1) RETURNING run_id::int AS run_id', [dryRun]);
+  const res = await q.query<{ run_id: number }>('INSERT INTO reconcile_runs (dry_run, holder) VALUES ($1, $2) RETURNING run_id::int AS run_id', [dryRun, holder]);
   return Number(res.rows[0]!.run_id);
+}
+
+export interface LockHolder {
+  run_id: number;
+  holder: string | null;
+  started_at: Date;
+}
+
+/** The run in progress (the replica holding the reconcile lock), when it recorded itself. */
+export async function currentRun(q: Queryable): Promise<LockHolder | undefined> {
+  const res = await q.query<LockHolder>(`SELECT run_id::int AS run_id, holder, started_at FROM reconcile_runs WHERE outcome = 'running' ORDER BY run_id DESC LIMIT 1`);
+  return res.rows[0];
+}
+
+export async function getListingWatermark(q: Queryable, plane: string): Promise<Date | null> {
+  const res = await q.query<{ watermark: Date | null }>('SELECT watermark FROM reconcile_listing_state WHERE plane = $1', [plane]);
+  return res.rows[0]?.watermark ?? null;
+}
+
+/** After a complete walk of the listing: the watermark advances, never back. */
+export async function saveListingWatermark(q: Queryable, plane: string, watermark: Date): Promise<void> {
+  await q.query(
+    `INSERT INTO reconcile_listing_state (plane, watermark) VALUES ($1, $2)
+     ON CONFLICT (plane) DO UPDATE SET watermark = GREATEST(reconcile_listing_state.watermark, EXCLUDED.watermark), updated_at = now()`,
+    [plane, watermark],
+  );
 }
 
 export async function finishRun(q: Queryable, runId: number, outcome: string, summary: unknown, error?: string): Promise<void> {

@@ -3,10 +3,7 @@ import type { Correspondence } from '../client/types.js';
 import { inboxRowFromEnvelope } from '../inbox/envelope-row.js';
 import type { NewInboxEvent } from '../inbox/types.js';
 import type { ProjectedCorrespondence } from '../projection/read.js';
-
-const STATUS_RANK: Record<string, number> = { created: 0, live: 1, sealed: 2, withdrawn: 2 };
-const STATE_RANK: Record<string, number> = { pending: 0, held: 1, delivered: 2, undeliverable: 2 };
-const rank = (table: Record<string, number>, v: string | null | undefined): number => (v == null ? -1 : (table[v] ?? 0));
+import { stateRank, statusRank } from '../projection/rules.js';
 
 /** Same facts, same id: a second run (or a concurrent one) writes nothing new. */
 export function syntheticEventId(...parts: string[]): string {
@@ -17,84 +14,315 @@ export interface SyntheticEnvelope {
   event_id: string;
   type: string;
   at: string;
+  /** Handlers see where the event came from here as well as in ctx.source. */
+  source: 'reconciler';
   data: Record<string, unknown>;
 }
 
 /**
- * The events that bring the projection to what the service says. Each uses the
- * catalogue type a handler already understands: a participant the service shows
- * delivered gets participant.acted; states that have no event of their own
- * (held, undeliverable, a correspondence never seen) come as a correspondence.created
- * snapshot, which the projection applies under its never-backwards rules.
+ * What a re-read showed that the read model lacked: the kind of missed event that
+ * would account for it, the window of delivery times such an event could have, and
+ * how it was made good. A gap is closed only by one of these (reconcile.ts).
  */
-export function diffCorrespondence(service: Correspondence, projected: ProjectedCorrespondence | undefined, observedAt: Date): SyntheticEnvelope[] {
-  const id = service.correspondence_id;
-  const at = observedAt.toISOString();
-  const out: SyntheticEnvelope[] = [];
-  const projParticipants = new Map((projected?.participants ?? []).map((p) => [p.participant_id, p]));
-  const participants = service.participants ?? [];
+export interface Explanation {
+  explanation_id: string;
+  correspondence_id: string;
+  event_type: string;
+  participant_id: string | null;
+  window_from: Date;
+  window_to: Date;
+  /** Where in the window the event most likely was: gaps nearest to it are matched first. */
+  anchor: Date;
+  outcome: 'recovered' | 'state_synced';
+  /** Accounts for one missed event (true) or any number (an intermediate act). */
+  single: boolean;
+  synthetic_event_id: string | null;
+  detail: string;
+}
 
-  const needsSnapshot =
-    !projected ||
-    rank(STATUS_RANK, projected.status) < Math.min(1, rank(STATUS_RANK, service.status)) ||
-    participants.some((p) => {
-      const mine = projParticipants.get(p.participant_id);
-      return p.state !== 'delivered' && (!mine || rank(STATE_RANK, mine.state) < rank(STATE_RANK, p.state));
-    });
-  if (needsSnapshot) {
+export interface CorrespondencePlan {
+  events: SyntheticEnvelope[];
+  /** Stored: each stands for a difference this re-read found and the event written for it. */
+  explanations: Explanation[];
+  /**
+   * Not stored: what the file shows now, however the read model learned it. An act
+   * the file no longer shows (superseded by a later one the read model has) is
+   * accounted for here; it holds only for the re-read that produced it.
+   */
+  standing: Explanation[];
+}
+
+/** A file as the service returns it, with when it last changed when the listing says so. */
+export type ServiceFile = Correspondence & { updated_at?: string | null };
+
+const ms = (iso: string | null | undefined): number | null => {
+  if (iso == null) return null;
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? null : t;
+};
+
+/**
+ * Compares the service's file with the projection and returns the synthetic
+ * events that bring the projection to the service (each of a catalogue type a
+ * handler already understands, `source: reconciler`), and the explanations they
+ * give for missed events. Pure: the same inputs always give the same ids.
+ *
+ * - A projection that never applied correspondence.created, or lacks fields only
+ *   the file itself shows (kind, subject, content_type, documents, participants and
+ *   their refs, states with no event of their own such as held), gets a
+ *   correspondence.created snapshot; the projection merges it under its
+ *   never-backwards rules.
+ * - A participant's latest act the projection has not seen: participant.acted with
+ *   that act at its time. Earlier acts in between cannot be reproduced (the file
+ *   shows only the last one): they are state_synced.
+ * - sealed / withdrawn, a changed send summary and attached documents: their own
+ *   event types.
+ * - A claim code that lapsed or was redeemed has no event to reproduce (no claim
+ *   id on the file): state_synced through the participant's state.
+ */
+export function planCorrespondence(service: ServiceFile, projected: ProjectedCorrespondence | undefined, observedAt: Date, toleranceMs: number): CorrespondencePlan {
+  const id = service.correspondence_id;
+  const events: SyntheticEnvelope[] = [];
+  const explanations: Explanation[] = [];
+  const standing: Explanation[] = [];
+  const observed = observedAt.getTime();
+  const created = ms(service.created_at);
+  const updated = ms(service.updated_at) ?? observed;
+  // A delivery is made after its event, and no event of a file precedes the file: windows open at the event's time.
+  const earliest = new Date(created ?? 0);
+  const latest = new Date(Math.max(updated, created ?? 0) + toleranceMs);
+  const lastChange = new Date(updated).toISOString();
+
+  const explain = (e: Omit<Explanation, 'explanation_id' | 'correspondence_id'>, into: Explanation[] = explanations): void => {
+    const explanationId = syntheticEventId(id, 'explains', e.event_type, e.participant_id ?? '', e.window_from.toISOString(), e.window_to.toISOString(), e.synthetic_event_id ?? '', e.detail);
+    into.push({ explanation_id: explanationId, correspondence_id: id, ...e });
+  };
+  const emit = (type: string, at: string, data: Record<string, unknown>, ...idParts: string[]): string => {
+    const eventId = syntheticEventId(id, type, ...idParts);
+    events.push({ event_id: eventId, type, at, source: 'reconciler', data: { correspondence_id: id, ...data, reconciled: true } });
+    return eventId;
+  };
+
+  const mine = new Map((projected?.participants ?? []).map((p) => [p.participant_id, p]));
+  const participants = service.participants ?? [];
+  const documents = [...new Set(service.document_ids ?? [])].sort();
+  const sawCreated = projected !== undefined && projected.created_at !== null;
+  const projectedDocs = new Set(projected?.document_ids ?? []);
+
+  const fileDiffers =
+    !sawCreated ||
+    (projected.kind ?? null) !== (service.kind ?? null) ||
+    (projected.subject ?? null) !== (service.subject ?? null) ||
+    (projected.content_type ?? null) !== (service.content_type ?? null) ||
+    (created !== null && ms(projected.created_at) !== created);
+  const participantsDiffer = participants.some((p) => {
+    const m = mine.get(p.participant_id);
+    if (!m) return true;
+    if (m.ref === null && p.ref) return true;
+    // Delivered comes as participant.acted; other states (held, undeliverable) have no event of their own.
+    return p.state !== 'delivered' && stateRank(m.state) < stateRank(p.state);
+  });
+
+  let snapshotId: string | null = null;
+  if (fileDiffers || participantsDiffer) {
     const snapshotParticipants = participants.map((p) => ({ participant_id: p.participant_id, ref: p.ref, state: p.state }));
-    out.push({
-      event_id: syntheticEventId(id, 'snapshot', String(Math.min(1, rank(STATUS_RANK, service.status))), ...snapshotParticipants.map((p) => `${p.participant_id}=${p.state}`)),
-      type: 'correspondence.created',
-      at: service.created_at ?? at,
-      data: {
-        correspondence_id: id,
+    const status = statusRank(service.status) >= 1 ? 'live' : service.status;
+    snapshotId = emit(
+      'correspondence.created',
+      service.created_at ?? observedAt.toISOString(),
+      {
         kind: service.kind,
         subject: service.subject,
-        status: rank(STATUS_RANK, service.status) >= 1 ? 'live' : (service.status ?? 'created'),
+        ...(service.content_type === undefined ? {} : { content_type: service.content_type }),
+        ...(service.created_at === undefined ? {} : { created_at: service.created_at }),
+        document_ids: documents,
+        status,
         participants: snapshotParticipants,
-        reconciled: true,
       },
+      'snapshot',
+      status,
+      service.kind ?? '',
+      service.subject ?? '',
+      service.content_type ?? '',
+      service.created_at ?? '',
+      documents.join(','),
+      ...snapshotParticipants.map((p) => `${p.participant_id}=${p.state}/${p.ref ?? ''}`),
+    );
+  }
+  if (!sawCreated) {
+    explain({
+      event_type: 'correspondence.created',
+      participant_id: null,
+      window_from: created === null ? earliest : new Date(created),
+      window_to: created === null ? latest : new Date(created + toleranceMs),
+      anchor: new Date(created ?? updated),
+      outcome: 'recovered',
+      single: true,
+      synthetic_event_id: snapshotId,
+      detail: `the file was created at ${service.created_at ?? '(time not shown)'}; a correspondence.created snapshot was written`,
     });
   }
 
   for (const p of participants) {
-    const mine = projParticipants.get(p.participant_id);
-    const lastAct = (p as { last_act?: string | null }).last_act ?? null;
-    const lastActAt = (p as { last_act_at?: string | null }).last_act_at ?? null;
-    const behindOnState = p.state === 'delivered' && (!mine || rank(STATE_RANK, mine.state) < 2);
-    const behindOnAct = lastAct !== null && lastActAt !== null && (!mine?.last_act_at || new Date(lastActAt).getTime() > new Date(mine.last_act_at).getTime());
-    if (behindOnState || behindOnAct) {
-      const act = lastAct ?? 'delivered';
-      out.push({
-        event_id: syntheticEventId(id, p.participant_id, 'delivered', act, lastActAt ?? ''),
-        type: 'participant.acted',
-        at: lastActAt ?? at,
-        data: { correspondence_id: id, participant_id: p.participant_id, act, ref: p.ref, reconciled: true },
+    const m = mine.get(p.participant_id);
+    const lastAct = typeof p.last_act === 'string' && p.last_act ? p.last_act : null;
+    const lastActAt = ms(p.last_act_at);
+    const mineAt = ms(m?.last_act_at);
+    const becameDelivered = p.state === 'delivered' && (!m || m.state !== 'delivered');
+    let actedId: string | null = null;
+    if (lastAct !== null && lastActAt !== null && (mineAt === null || lastActAt > mineAt)) {
+      const at = new Date(lastActAt).toISOString();
+      actedId = emit('participant.acted', at, { participant_id: p.participant_id, act: lastAct, ref: p.ref }, p.participant_id, lastAct, at);
+      explain({
+        event_type: 'participant.acted',
+        participant_id: p.participant_id,
+        window_from: new Date(lastActAt),
+        window_to: new Date(lastActAt + toleranceMs),
+        anchor: new Date(lastActAt),
+        outcome: 'recovered',
+        single: true,
+        synthetic_event_id: actedId,
+        detail: `participant ${p.participant_id} acted "${lastAct}" at ${at}; participant.acted written`,
+      });
+      // Acts between the last one postroom saw and this one are superseded: the file shows only the latest.
+      const from = mineAt !== null ? mineAt + 1 : (created ?? 0);
+      if (from < lastActAt) {
+        explain({
+          event_type: 'participant.acted',
+          participant_id: p.participant_id,
+          window_from: new Date(from),
+          window_to: new Date(lastActAt - 1),
+          anchor: new Date(lastActAt - 1),
+          outcome: 'state_synced',
+          single: false,
+          synthetic_event_id: actedId,
+          detail: `an earlier act of participant ${p.participant_id}, superseded by "${lastAct}" at ${at}: the file shows only the latest act, so it cannot be reproduced`,
+        });
+      }
+    } else if (becameDelivered) {
+      actedId = emit('participant.acted', lastChange, { participant_id: p.participant_id, act: 'delivered', ref: p.ref }, p.participant_id, 'delivered');
+      explain({
+        event_type: 'participant.acted',
+        participant_id: p.participant_id,
+        window_from: earliest,
+        window_to: latest,
+        anchor: new Date(updated),
+        outcome: 'recovered',
+        single: true,
+        synthetic_event_id: actedId,
+        detail: `participant ${p.participant_id} is delivered; participant.acted "delivered" written`,
+      });
+    }
+    if (lastAct !== null && lastActAt !== null && created !== null && lastActAt > created) {
+      const at = new Date(lastActAt).toISOString();
+      explain(
+        {
+          event_type: 'participant.acted',
+          participant_id: p.participant_id,
+          window_from: new Date(created),
+          window_to: new Date(lastActAt - 1),
+          anchor: new Date(lastActAt - 1),
+          outcome: 'state_synced',
+          single: false,
+          synthetic_event_id: actedId,
+          detail: `an act of participant ${p.participant_id} before its latest ("${lastAct}" at ${at}), which the read model has: the file shows only the latest act, so an earlier one cannot be reproduced`,
+        },
+        standing,
+      );
+    }
+    if (becameDelivered) {
+      explain({
+        event_type: 'claim.claimed',
+        participant_id: p.participant_id,
+        window_from: earliest,
+        window_to: latest,
+        anchor: new Date(updated),
+        outcome: 'state_synced',
+        single: true,
+        synthetic_event_id: actedId,
+        detail: `participant ${p.participant_id} is delivered (a redeemed claim code delivers); the claim event itself cannot be reproduced`,
+      });
+    }
+    if (p.state === 'undeliverable' && (!m || m.state !== 'undeliverable')) {
+      explain({
+        event_type: 'claim.expired',
+        participant_id: p.participant_id,
+        window_from: earliest,
+        window_to: latest,
+        anchor: new Date(updated),
+        outcome: 'state_synced',
+        single: true,
+        synthetic_event_id: snapshotId,
+        detail: `participant ${p.participant_id} is undeliverable (a lapsed claim code makes it so); the claim event itself cannot be reproduced`,
       });
     }
   }
 
-  if (rank(STATUS_RANK, service.status) === 2 && rank(STATUS_RANK, projected?.status) < 2) {
-    out.push({
-      event_id: syntheticEventId(id, 'status', service.status),
-      type: service.status === 'sealed' ? 'correspondence.sealed' : 'correspondence.withdrawn',
-      at,
-      data: { correspondence_id: id, reconciled: true },
+  if (statusRank(service.status) === 2 && (projected === undefined || projected.status === null || statusRank(projected.status) < 2)) {
+    const type = service.status === 'sealed' ? 'correspondence.sealed' : 'correspondence.withdrawn';
+    const eventId = emit(type, lastChange, {}, 'status', service.status);
+    explain({
+      event_type: type,
+      participant_id: null,
+      window_from: earliest,
+      window_to: latest,
+      anchor: new Date(updated),
+      outcome: 'recovered',
+      single: true,
+      synthetic_event_id: eventId,
+      detail: `the file is ${service.status}; ${type} written`,
     });
   }
 
   const s = service.send_summary;
   const mineS = projected?.send_summary;
   if (s && (!mineS || mineS.delivered !== s.delivered || mineS.held !== s.held || mineS.undeliverable !== s.undeliverable || mineS.total !== s.total)) {
-    out.push({
-      event_id: syntheticEventId(id, 'summary', String(s.delivered), String(s.held), String(s.undeliverable), String(s.total)),
-      type: 'correspondence.send_completed',
-      at,
-      data: { correspondence_id: id, delivered: s.delivered, held: s.held, undeliverable: s.undeliverable, total: s.total, reconciled: true },
+    const summary = { delivered: s.delivered, held: s.held, undeliverable: s.undeliverable, total: s.total };
+    const eventId = emit('correspondence.send_completed', lastChange, summary, 'summary', String(s.delivered), String(s.held), String(s.undeliverable), String(s.total));
+    explain({
+      event_type: 'correspondence.send_completed',
+      participant_id: null,
+      window_from: earliest,
+      window_to: latest,
+      anchor: new Date(updated),
+      outcome: 'recovered',
+      single: true,
+      synthetic_event_id: eventId,
+      detail: `the send completed (${s.delivered} delivered, ${s.held} held, ${s.undeliverable} undeliverable of ${s.total}); correspondence.send_completed written`,
     });
   }
-  return out;
+
+  for (const doc of documents) {
+    if (projectedDocs.has(doc)) continue;
+    if (sawCreated) {
+      const eventId = emit('document.attached', lastChange, { document_id: doc }, 'document', doc);
+      explain({
+        event_type: 'document.attached',
+        participant_id: null,
+        window_from: earliest,
+        window_to: latest,
+        anchor: new Date(updated),
+        outcome: 'recovered',
+        single: true,
+        synthetic_event_id: eventId,
+        detail: `document ${doc} is on the file; document.attached written`,
+      });
+    } else {
+      // Without the created event postroom cannot tell a document given at creation from one attached later.
+      explain({
+        event_type: 'document.attached',
+        participant_id: null,
+        window_from: earliest,
+        window_to: latest,
+        anchor: new Date(updated),
+        outcome: 'state_synced',
+        single: true,
+        synthetic_event_id: snapshotId,
+        detail: `document ${doc} is on the file; the snapshot carries it (given at creation or attached later: the file does not say)`,
+      });
+    }
+  }
+  return { events, explanations, standing };
 }
 
 export function toInboxRow(e: SyntheticEnvelope): NewInboxEvent {

@@ -1,7 +1,10 @@
+import type { ChangedCorrespondence, ListChangedParams } from '../client/resources/correspondence-listing.js';
 import type { Correspondence, ListDeliveriesParams, Page, WebhookDelivery, WebhookEndpoint } from '../client/types.js';
 
 /** The part of the API client the reconciler uses; the real client satisfies it. */
 export interface ReconcilerApi {
+  /** The key's plane: the listing watermark is kept per plane. */
+  plane?: string;
   webhookDeliveries: {
     list(params?: ListDeliveriesParams): Promise<Page<WebhookDelivery>>;
   };
@@ -10,6 +13,8 @@ export interface ReconcilerApi {
   };
   correspondence: {
     get(correspondenceId: string): Promise<Correspondence>;
+    /** The listing of changed files; without it (or on 404) the reconciler re-reads the files it knows. */
+    listChanged?(params: ListChangedParams): Promise<Page<ChangedCorrespondence>>;
   };
 }
 
@@ -25,6 +30,14 @@ export interface ReconcileOptions {
   overlapMs?: number;
   pageSize?: number;
   rereadConcurrency?: number;
+  /** The correspondence listing is walked again from this long before its watermark (default 15 min). */
+  listingOverlapMs?: number;
+  /** How far a delivery's time may lie from the change a re-read shows (default 2 min). */
+  matchWindowMs?: number;
+  /** Types to keep open even when no handler consumes them (POSTROOM_RECONCILE_CONSUMED_TYPES). */
+  consumedTypes?: readonly string[];
+  /** With --wait: how long to wait for another replica's run to finish (default: do not wait). */
+  waitMs?: number;
   onProgress?: (p: ReconcileProgress) => void;
   /** Tests stop a run half way to prove it resumes from its watermark. */
   signal?: AbortSignal;
@@ -48,8 +61,14 @@ export interface ReconcileSummary {
   deliveriesScanned: number;
   deliveriesSkipped: number;
   gapsFound: number;
-  gapsFilled: number;
+  /** Closed in this run, by what closed them. */
+  gapsRecovered: number;
+  gapsStateSynced: number;
+  gapsNotConsumed: number;
+  /** Open after the run: each is something a consumer needs that postroom could not prove recovered. */
   gapsOpen: number;
+  /** How files were found: the service's listing of changed files, or (no listing) the files postroom knows. */
+  rereadSource: 'listing' | 'known';
   atRisk: { count: number; sample: Array<{ delivery_id: string; event_id: string; endpoint_id: string; created_at: string }> };
   correspondencesReread: number;
   rereadFailures: Array<{ correspondence_id: string; error: string }>;

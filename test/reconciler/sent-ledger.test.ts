@@ -37,7 +37,7 @@ describe('the sent ledger', () => {
     await client.close();
   });
 
-  it('does not call a gap filled when postroom knows no correspondence it could belong to', async () => {
+  it('never closes a gap that no re-read explains, however many files postroom knows and re-reads (issue 12, point 1)', async () => {
     const client = createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey });
     const other = await openDefaultTestStore();
     try {
@@ -51,15 +51,17 @@ describe('the sent ledger', () => {
         expect((await other.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]!.n, table).toBe(0);
       }
       const first = await reconciler.run({ endpoints: [ep.endpoint_id] });
-      expect(first.ran && first.summary).toMatchObject({ gapsFound: 5, gapsFilled: 0, gapsOpen: 5, outcome: 'gaps_open' });
-      const reasons = await other.db.query<{ reason: string }>('SELECT DISTINCT reason FROM reconcile_gaps');
-      expect(reasons.rows.map((r) => r.reason)).toEqual([expect.stringMatching(/knows no correspondence/)]);
+      expect(first.ran && first.summary).toMatchObject({ gapsFound: 5, gapsRecovered: 0, gapsStateSynced: 0, gapsOpen: 5, outcome: 'gaps_open' });
 
-      // Once what was sent is on record, a complete re-read covers it.
+      // A file sent and re-read after the gaps does not explain them: its changes are not theirs.
       const recording = createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey, onCorrespondenceCreated: sentLedger(other.db) });
-      await recording.correspondence.create({ kind: 'letter', subject: 's', content_type: 'x', document_ids: [], recipients: [{ addressing: { type: 'nin', nin: '12345678901' }, ref: 'r' }] });
+      const sent = await recording.correspondence.create({ kind: 'letter', subject: 's', content_type: 'x', document_ids: [], recipients: [{ addressing: { type: 'nin', nin: '12345678901' }, ref: 'r' }] });
       const second = await reconciler.run({ endpoints: [ep.endpoint_id] });
-      expect(second.ran && second.summary).toMatchObject({ gapsFound: 0, gapsFilled: 5, gapsOpen: 0, outcome: 'clean' });
+      expect(second.ran && second.summary).toMatchObject({ gapsFound: 0, gapsRecovered: 0, gapsStateSynced: 0, gapsOpen: 5, outcome: 'gaps_open' });
+      expect(second.ran && second.summary.correspondencesReread).toBeGreaterThanOrEqual(1);
+      const gaps = await other.db.query<{ status: string; reason: string; evidence: unknown }>('SELECT status, reason, evidence FROM reconcile_gaps');
+      for (const g of gaps.rows) expect(g).toMatchObject({ status: 'open', evidence: null, reason: expect.stringMatching(/no file re-read|no file postroom knows/) });
+      expect((await other.db.query('SELECT 1 FROM inbox WHERE correspondence_id = $1', [sent.correspondence_id])).rowCount).toBeGreaterThan(0);
       await recording.close();
     } finally {
       await client.close();

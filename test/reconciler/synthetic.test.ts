@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Correspondence } from '../../src/client/types.js';
 import type { ProjectedCorrespondence } from '../../src/projection/read.js';
-import { diffCorrespondence, syntheticEventId } from '../../src/reconciler/synthetic.js';
+import { planCorrespondence, syntheticEventId, type ServiceFile } from '../../src/reconciler/synthetic.js';
+
+const diffCorrespondence = (s: ServiceFile, p: ProjectedCorrespondence | undefined, at: Date) => planCorrespondence(s, p, at, 120_000).events;
 
 const now = new Date('2026-11-20T12:00:00Z');
 
@@ -27,6 +29,7 @@ function projected(overrides: Partial<ProjectedCorrespondence> = {}): ProjectedC
     status: 'live',
     kind: 'letter',
     subject: 's',
+    content_type: null,
     created_at: '2026-11-20T10:00:00.000Z',
     document_ids: [],
     last_event: { event_id: 'evt_x', type: 'participant.acted', at: '2026-11-20T11:00:00.000Z' },
@@ -40,7 +43,7 @@ function projected(overrides: Partial<ProjectedCorrespondence> = {}): ProjectedC
   };
 }
 
-describe('diffCorrespondence', () => {
+describe('planCorrespondence: synthetic events', () => {
   it('finds nothing when the projection equals the service', () => {
     expect(diffCorrespondence(service(), projected(), now)).toEqual([]);
   });

@@ -3,9 +3,9 @@ import { createApiClientFromConfig } from '../../client/from-config.js';
 import { PostroomError } from '../../errors.js';
 import { systemClock } from '../../clock.js';
 import { auditDelivered } from '../../reconciler/audit.js';
-import { getGap, ignoreGap, listGaps, type GapStatus } from '../../reconciler/gap-queries.js';
-import { createReconciler } from '../../reconciler/reconcile.js';
-import { knownEndpointIds } from '../../reconciler/state-queries.js';
+import { GAP_STATUSES, getGap, ignoreGap, listGaps, type GapStatus } from '../../reconciler/gap-queries.js';
+import { createReconciler, reconcileDefaults } from '../../reconciler/reconcile.js';
+import { knownEndpointIds, recordSentCorrespondence } from '../../reconciler/state-queries.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount, parseDuration } from '../duration.js';
 import { createProgress, printJson, printTable } from '../output.js';
@@ -31,18 +31,29 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
     .option('--overlap <duration>', 'look again at dead deliveries created this long before the last complete walk', '7d')
     .option('--at-risk-after <duration>', 'report pending deliveries older than this as at risk', '15m')
     .option('--concurrency <n>', 're-reads in flight (1-64)', '8')
+    .option('--wait <duration>', 'if another replica is reconciling, wait this long for it to finish (e.g. 2m) instead of exiting 4')
     .option('--json', 'print the summary as JSON')
     .addHelpText(
       'after',
       `
-Exit codes: 0 clean, 2 gaps remain open, 4 another replica is reconciling, 1 error.
+A gap (a dead delivery whose event postroom lacks) is closed only with evidence tied to it:
+  recovered     its correspondence was re-read after the gap was seen and synthetic events reproduce the
+                missed event's effect (or the event itself arrived later)
+  state_synced  its correspondence was re-read and the read model caught up, but the event itself cannot be
+                reproduced (an act superseded by a later one, a claim code)
+  not_consumed  nothing consumes the type: no handler, no forwarder, no projection effect
+  ignored       closed by an operator with \`postroom gaps ignore\`
+Everything else stays open with a reason.
+
+Exit codes: 0 nothing a consumer needs is open, 2 gaps remain open, 4 another replica is reconciling, 1 error.
 
 Examples:
   $ postroom reconcile --dry-run
   $ postroom reconcile --since 24h --json | jq .gapsOpen
+  $ postroom reconcile --wait 5m
   $ postroom reconcile --endpoint ep_123`,
     )
-    .action(async (opts: { dryRun?: boolean; since?: string; endpoint?: string[]; overlap: string; atRiskAfter: string; concurrency: string; json?: boolean }) => {
+    .action(async (opts: { dryRun?: boolean; since?: string; endpoint?: string[]; overlap: string; atRiskAfter: string; concurrency: string; wait?: string; json?: boolean }) => {
       const options = {
         dryRun: Boolean(opts.dryRun),
         ...(opts.since ? { since: new Date(Date.now() - parseDuration('--since', opts.since)) } : {}),
@@ -50,19 +61,26 @@ Examples:
         overlapMs: parseDuration('--overlap', opts.overlap),
         atRiskAfterMs: parseDuration('--at-risk-after', opts.atRiskAfter),
         rereadConcurrency: parseCount('--concurrency', opts.concurrency, { min: 1, max: 64 }),
+        ...(opts.wait ? { waitMs: parseDuration('--wait', opts.wait) } : {}),
       };
       const api = apiClient(ctx);
       const db = await ctx.db();
       const progress = createProgress(ctx.io, 'reconcile');
-      const reconciler = createReconciler({ db, api, logger: ctx.logger(), clock: systemClock });
+      const reconciler = createReconciler({ db, api, logger: ctx.logger(), clock: systemClock, defaults: reconcileDefaults(ctx.config()) });
       const result = await reconciler.run({
         ...options,
         onProgress: (p) => progress.update(`${p.phase} ${p.endpointId ?? ''} pages ${p.pages}, deliveries ${p.deliveriesScanned}, re-read ${p.correspondencesReread}`),
       });
       progress.done();
       if (!result.ran) {
-        if (opts.json) printJson(ctx.io, { ran: false, reason: result.reason });
-        else ctx.io.stdout.write('another replica is reconciling right now; nothing done\n');
+        const h = result.holder;
+        if (opts.json) printJson(ctx.io, { ran: false, reason: result.reason, holder: h ? { holder: h.holder, since: h.started_at, run_id: h.run_id } : null });
+        else
+          ctx.io.stdout.write(
+            h
+              ? `another replica is reconciling: ${h.holder ?? 'unknown'} (run ${h.run_id}) since ${h.started_at.toISOString()}; nothing done. Wait for it with --wait <duration>.\n`
+              : 'another replica is reconciling right now; nothing done. Wait for it with --wait <duration>.\n',
+          );
         ctx.exitCode = RECONCILE_EXIT.notLeader;
         return;
       }
@@ -75,10 +93,12 @@ Examples:
             `pages                ${s.pages}\n` +
             `deliveries scanned   ${s.deliveriesScanned} (${s.deliveriesSkipped} already examined)\n` +
             `gaps found           ${s.gapsFound}\n` +
-            `gaps filled          ${s.gapsFilled}\n` +
+            `gaps recovered       ${s.gapsRecovered}\n` +
+            `gaps state synced    ${s.gapsStateSynced}\n` +
+            `gaps not consumed    ${s.gapsNotConsumed}\n` +
             `gaps open            ${s.gapsOpen}\n` +
             `at risk (pending)    ${s.atRisk.count}\n` +
-            `re-read              ${s.correspondencesReread}${s.rereadFailures.length ? ` (${s.rereadFailures.length} failed)` : ''}\n` +
+            `re-read              ${s.correspondencesReread}${s.rereadFailures.length ? ` (${s.rereadFailures.length} failed)` : ''} (${s.rereadSource === 'listing' ? 'changed files from the service listing' : 'no listing: the files postroom knows'})\n` +
             `synthetic events     ${s.dryRun ? `${s.syntheticEventsPlanned} would be written` : `${s.syntheticEventsWritten} written`}\n` +
             `duration             ${(s.durationMs / 1000).toFixed(1)} s\n` +
             (s.gapsOpen ? `\nOpen gaps need a look: postroom gaps list --status open\n` : ''),
@@ -95,12 +115,12 @@ Examples:
   gaps
     .command('list')
     .description('List gaps, newest first.')
-    .option('--status <status>', 'open | filled | ignored')
+    .option('--status <status>', GAP_STATUSES.join(' | '))
     .option('--limit <n>', 'at most this many (1-10000)', '100')
     .option('--json', 'print a JSON array')
     .addHelpText('after', `\nExample:\n  $ postroom gaps list --status open --json`)
     .action(async (opts: { status?: string; limit: string; json?: boolean }) => {
-      const status = opts.status === undefined ? undefined : parseChoice<GapStatus>('--status', opts.status, ['open', 'filled', 'ignored']);
+      const status = opts.status === undefined ? undefined : parseChoice<GapStatus>('--status', opts.status, GAP_STATUSES);
       const rows = await listGaps(await ctx.db(), { status, limit: parseCount('--limit', opts.limit, { min: 1, max: 10_000 }) });
       if (opts.json) printJson(ctx.io, rows);
       else printTable(ctx.io, rows, ['gap_id', 'status', 'event_type', 'event_id', 'endpoint_id', 'first_seen_at', 'reason']);
@@ -115,7 +135,11 @@ Examples:
       const gap = await getGap(await ctx.db(), id);
       if (!gap) throw new PostroomError('not_found', `No gap ${id}. List them with \`postroom gaps list\`.`);
       if (opts.json) printJson(ctx.io, gap);
-      else for (const [k, v] of Object.entries(gap)) ctx.io.stdout.write(`${k.padEnd(20)} ${v instanceof Date ? v.toISOString() : (v ?? '')}\n`);
+      else
+        for (const [k, v] of Object.entries(gap)) {
+          const shown = v instanceof Date ? v.toISOString() : v !== null && typeof v === 'object' ? JSON.stringify(v) : (v ?? '');
+          ctx.io.stdout.write(`${k.padEnd(20)} ${shown}\n`);
+        }
     });
 
   gaps
@@ -131,6 +155,28 @@ Examples:
       if (!gap) throw new PostroomError('not_found', `No open gap ${id}. See \`postroom gaps show ${id}\`.`);
       if (opts.json) printJson(ctx.io, gap);
       else ctx.io.stdout.write(`gap ${gap.gap_id} ignored: ${gap.reason}\n`);
+    });
+
+  const sent = program
+    .command('sent')
+    .description('The sent ledger: correspondence your backend created, so reconcile can re-read it even when the service has no listing.');
+
+  sent
+    .command('record [ids...]')
+    .description('Record correspondence ids your backend sent (arguments, or one per line on stdin with -).')
+    .option('--json', 'print what was recorded as JSON')
+    .addHelpText('after', `\nFor backends that do not send through postroom's client.\n\nExamples:\n  $ postroom sent record cor_123 cor_456\n  $ my-export-ids | postroom sent record -`)
+    .action(async (given: string[], opts: { json?: boolean }) => {
+      let ids = given;
+      if (ids.length === 1 && ids[0] === '-') ids = (await readAll(ctx.io.stdin)).split(/\r?\n/);
+      ids = [...new Set(ids.map((i) => i.trim()).filter((i) => i !== ''))];
+      if (ids.length === 0) throw new PostroomError('invalid_argument', 'no correspondence ids given: pass them as arguments, or `-` to read one per line from stdin');
+      // Ids are bounded like ingress bounds them; no spaces or control characters (code points below 0x20).
+      const bad = ids.find((i) => i.length > 256 || /\s/.test(i) || [...i].some((ch) => ch.charCodeAt(0) < 0x20));
+      if (bad !== undefined) throw new PostroomError('invalid_argument', `not a correspondence id: "${bad.slice(0, 40)}" (no spaces or control characters, at most 256 characters)`);
+      await recordSentCorrespondence(await ctx.db(), ids, 'cli');
+      if (opts.json) printJson(ctx.io, { recorded: ids.length });
+      else ctx.io.stdout.write(`recorded ${ids.length} correspondence id(s) in the sent ledger\n`);
     });
 
   program
@@ -162,4 +208,11 @@ Examples:
       }
       ctx.exitCode = result.missingCount > 0 ? RECONCILE_EXIT.auditLoss : RECONCILE_EXIT.clean;
     });
+}
+
+async function readAll(stream: NodeJS.ReadableStream | undefined): Promise<string> {
+  if (!stream) return '';
+  let out = '';
+  for await (const chunk of stream) out += typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString('utf8');
+  return out;
 }

@@ -1,6 +1,7 @@
 import type { CallOptions, Correspondence, CreateCorrespondenceInput, CreatedCorrespondence, IdempotentCallOptions } from '../types.js';
 import { expectArray, expectObject, expectString } from '../validate.js';
-import { segment, type ResourceContext } from './context.js';
+import { listChangedCorrespondence } from './correspondence-listing.js';
+import { notifyCreated, segment, type ResourceContext } from './context.js';
 
 export function correspondenceResource(ctx: ResourceContext) {
   return {
@@ -17,7 +18,7 @@ export function correspondenceResource(ctx: ResourceContext) {
       const body = expectObject('correspondence.create', res.status, res.body);
       expectString('correspondence.create', res.status, body, 'correspondence_id');
       const created = { ...body, participants: Array.isArray(body.participants) ? body.participants : [], queued: res.status === 202 } as CreatedCorrespondence;
-      await ctx.onCorrespondenceCreated?.(created);
+      await notifyCreated(ctx, [created.correspondence_id]);
       return created;
     },
 
@@ -30,5 +31,8 @@ export function correspondenceResource(ctx: ResourceContext) {
       expectArray('correspondence.get', res.status, body, ['participants']);
       return { ...body, send_summary: body.send_summary ?? null } as Correspondence;
     },
+
+    /** Files changed since a time, oldest change first (see correspondence-listing.ts for the assumed shape). */
+    listChanged: (params: Parameters<typeof listChangedCorrespondence>[1] = {}, options: CallOptions = {}) => listChangedCorrespondence(ctx, params, options),
   };
 }

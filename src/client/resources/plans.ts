@@ -1,5 +1,5 @@
 import type { IdempotentCallOptions, PlanRunResult } from '../types.js';
-import { segment, type ResourceContext } from './context.js';
+import { notifyCreated, segment, type ResourceContext } from './context.js';
 
 export function plansResource(ctx: ResourceContext) {
   return {
@@ -17,7 +17,17 @@ export function plansResource(ctx: ResourceContext) {
         idempotencyKey: options.idempotencyKey,
         signal: options.signal,
       });
+      // The answer beyond 202 is not shown; where it names the files the run creates, the sent ledger learns them.
+      await notifyCreated(ctx, correspondenceIdsOf(res.body));
       return { accepted: true, body: res.body };
     },
   };
+}
+
+/** `correspondence_id` or `correspondence_ids` in a plan run's answer, when the service sends them. */
+function correspondenceIdsOf(body: unknown): string[] {
+  if (!body || typeof body !== 'object') return [];
+  const b = body as { correspondence_id?: unknown; correspondence_ids?: unknown };
+  const ids = [b.correspondence_id, ...(Array.isArray(b.correspondence_ids) ? b.correspondence_ids : [])];
+  return ids.filter((v): v is string => typeof v === 'string' && v !== '');
 }

@@ -1,0 +1,54 @@
+import type { Queryable } from '../db/types.js';
+import type { Explanation } from './synthetic.js';
+
+/** Stores what a re-read showed; an explanation already stored (same id) is left as it is. */
+export async function insertExplanations(q: Queryable, list: readonly Explanation[], runId: number | null): Promise<number> {
+  if (list.length === 0) return 0;
+  const res = await q.query(
+    `INSERT INTO reconcile_explanations (explanation_id, correspondence_id, event_type, participant_id, window_from, window_to, anchor, outcome, single, synthetic_event_id, detail, run_id)
+     SELECT e.*, $12::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $11::timestamptz[], $7::text[], $8::bool[], $9::text[], $10::text[])
+       AS e(explanation_id, correspondence_id, event_type, participant_id, window_from, window_to, anchor, outcome, single, synthetic_event_id, detail)
+     ON CONFLICT (explanation_id) DO NOTHING`,
+    [
+      list.map((e) => e.explanation_id),
+      list.map((e) => e.correspondence_id),
+      list.map((e) => e.event_type),
+      list.map((e) => e.participant_id),
+      list.map((e) => e.window_from),
+      list.map((e) => e.window_to),
+      list.map((e) => e.outcome),
+      list.map((e) => e.single),
+      list.map((e) => e.synthetic_event_id),
+      list.map((e) => e.detail),
+      list.map((e) => e.anchor),
+      runId,
+    ],
+  );
+  return res.rowCount;
+}
+
+export interface StoredExplanation {
+  explanation_id: string;
+  correspondence_id: string;
+  event_type: string;
+  participant_id: string | null;
+  window_from: Date;
+  window_to: Date;
+  anchor: Date;
+  outcome: 'recovered' | 'state_synced';
+  single: boolean;
+  synthetic_event_id: string | null;
+  detail: string;
+}
+
+/** Explanations of these correspondences that can still account for a gap: all but single ones already used. */
+export async function availableExplanations(q: Queryable, correspondenceIds: readonly string[]): Promise<StoredExplanation[]> {
+  if (correspondenceIds.length === 0) return [];
+  const res = await q.query<StoredExplanation>(
+    `SELECT explanation_id, correspondence_id, event_type, participant_id, window_from, window_to, anchor, outcome, single, synthetic_event_id, detail
+     FROM reconcile_explanations
+     WHERE correspondence_id = ANY($1::text[]) AND (NOT single OR used_by_gap IS NULL)`,
+    [correspondenceIds],
+  );
+  return res.rows;
+}
