@@ -63,7 +63,7 @@ export function createMetrics(options: { version?: string; defaultMetrics?: bool
 
     reconcileRuns: new Counter({ name: 'postroom_reconcile_runs_total', help: 'Reconcile runs by outcome (clean, gaps_open, failed, skipped_not_leader).', labelNames: ['outcome'], registers: r }),
     reconcileDuration: new Histogram({ name: 'postroom_reconcile_duration_seconds', help: 'Reconcile run duration.', buckets: [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600], registers: r }),
-    reconcileGapsOpen: new Gauge({ name: 'postroom_reconcile_gaps_open', help: 'Gaps found by the reconciler and not yet filled or ignored (from the database).', registers: r }),
+    reconcileGapsOpen: new Gauge({ name: 'postroom_reconcile_gaps_open', help: 'Gaps found by the reconciler and still open: not recovered, state-synced, not consumed or ignored (from the database).', registers: r }),
     reconcileLastSuccess: new Gauge({ name: 'postroom_reconcile_last_success_timestamp_seconds', help: 'Unix time of the last reconcile run that completed (from the database; 0 if none).', registers: r }),
     reconcileAtRisk: new Gauge({ name: 'postroom_reconcile_deliveries_at_risk', help: 'Pending deliveries older than the threshold at the last completed reconcile run.', registers: r }),
     storeUp: new Gauge({ name: 'postroom_store_up', help: '1 when the database answered the last scrape\'s queries in time, else 0.', registers: r }),

@@ -30,7 +30,8 @@ const sortedSet = (v: readonly string[] | null | undefined): string[] => [...new
 
 /**
  * What "the projection equals the service" means (docs/events.md): for every
- * field both describe, the same value. The file: status, kind, subject,
+ * field both describe (a field absent from the service's answer is not
+ * compared; send_summary absent counts as null), the same value. The file: status, kind, subject,
  * content_type, created_at (the same instant), document_ids (the same set) and
  * send_summary; the same set of participants, each with the same ref, state and
  * last act. Returns the differences (none when equal); the reconciler decides
@@ -43,14 +44,18 @@ export function compareWithService(projection: ProjectedCorrespondence | undefin
   const field = (name: (typeof COMPARED_FIELDS)[number], projected: unknown, theirs: unknown, equal: boolean): void => {
     if (!equal) out.push({ kind: 'field', correspondenceId: id, field: name, projection: projected, service: theirs });
   };
+  // A field the service's answer does not carry is not described by both, so it is not compared.
+  const has = (name: keyof ServiceCorrespondence): boolean => service[name] !== undefined;
   field('status', projection.status, service.status, projection.status === service.status);
-  field('kind', projection.kind, service.kind ?? null, projection.kind === (service.kind ?? null));
-  field('subject', projection.subject, service.subject ?? null, projection.subject === (service.subject ?? null));
-  field('content_type', projection.content_type, service.content_type ?? null, projection.content_type === (service.content_type ?? null));
-  field('created_at', projection.created_at, service.created_at ?? null, instant(projection.created_at) === instant(service.created_at));
-  const ourDocs = sortedSet(projection.document_ids);
-  const theirDocs = sortedSet(service.document_ids);
-  field('document_ids', ourDocs, theirDocs, ourDocs.join('\u0000') === theirDocs.join('\u0000'));
+  if (has('kind')) field('kind', projection.kind, service.kind, projection.kind === service.kind);
+  if (has('subject')) field('subject', projection.subject, service.subject, projection.subject === service.subject);
+  if (has('content_type')) field('content_type', projection.content_type, service.content_type, projection.content_type === service.content_type);
+  if (has('created_at')) field('created_at', projection.created_at, service.created_at, instant(projection.created_at) === instant(service.created_at));
+  if (has('document_ids')) {
+    const ourDocs = sortedSet(projection.document_ids);
+    const theirDocs = sortedSet(service.document_ids);
+    field('document_ids', ourDocs, theirDocs, ourDocs.join('\u0000') === theirDocs.join('\u0000'));
+  }
   const theirs = service.send_summary ?? null;
   field('send_summary', projection.send_summary, theirs, sameSummary(projection.send_summary, theirs));
 
@@ -66,8 +71,8 @@ export function compareWithService(projection: ProjectedCorrespondence | undefin
       if (projected !== service) out.push({ kind: 'participant_field', correspondenceId: id, participantId: p.participant_id, field: name, projection: projected, service });
     };
     part('state', mine.state, p.state);
-    part('ref', mine.ref, p.ref ?? null);
-    part('last_act', mine.last_act, p.last_act ?? null);
+    if (p.ref !== undefined) part('ref', mine.ref, p.ref);
+    if (p.last_act !== undefined) part('last_act', mine.last_act, p.last_act);
   }
   for (const [participantId, p] of ours) out.push({ kind: 'unexpected_participant', correspondenceId: id, participantId, projection: p.state });
   return out;

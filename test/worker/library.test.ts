@@ -37,7 +37,7 @@ describe.each(kinds)('postroom as a library in your own app (%s)', (kind) => {
     expect(await countByStatus(store.db)).toMatchObject({ processed: 1 });
     expect(await postroom.projection.get('cor_1')).toMatchObject({ participants: [{ participant_id: 'par_1', state: 'delivered', last_act: 'approved' }] });
     expect(await postroom.projection.compare({ correspondence_id: 'cor_1', status: 'live', participants: [{ participant_id: 'par_1', state: 'delivered' }] })).toEqual([
-      { kind: 'status', correspondenceId: 'cor_1', projection: null, service: 'live' },
+      { kind: 'field', correspondenceId: 'cor_1', field: 'status', projection: null, service: 'live' },
     ]);
     await postroom.stop(1000);
   });

@@ -109,7 +109,7 @@ Examples:
         return (
           `sent ${s.events} events | delivered ${s.deliveries.delivered}, dead ${s.deliveries.dead}` +
           ` | accepted ${sum((r) => r.source === 'webhook')}, processed ${sum((r) => r.status === 'processed')}` +
-          ` | reconciled: ${runs.rows[0]?.n ?? 0} runs, ${sum((r) => r.source === 'reconciler')} events, gaps filled ${gap('filled')}, open ${gap('open')}`
+          ` | reconciled: ${runs.rows[0]?.n ?? 0} runs, ${sum((r) => r.source === 'reconciler')} events, gaps recovered ${gap('recovered')}, synced ${gap('state_synced')}, not consumed ${gap('not_consumed')}, open ${gap('open')}`
         );
       };
       const tty = Boolean(io.stdout.isTTY);
