@@ -46,6 +46,34 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
     await store?.cleanup();
   });
 
+  it('carries every field the service shows: content_type, documents given at creation, the resource\'s created_at, refs learned from claims (issue 12, point 4)', async () => {
+    const c = 'cor_fields';
+    await apply(store.db, [
+      known('claim.expired', '2026-01-01T10:05:00Z', 'f3', { claim_id: 'clm_1', correspondence_id: c, participant_id: 'p2', ref: 'emp-2' }),
+      known('correspondence.created', '2026-01-01T10:00:00.001Z', 'f1', {
+        correspondence_id: c, kind: 'letter', subject: 'Payslip', content_type: 'application/pdf', status: 'live',
+        document_ids: ['doc_b', 'doc_a', 'doc_b'], created_at: '2026-01-01T10:00:00.000Z',
+        participants: [{ participant_id: 'p1', ref: 'emp-1', state: 'delivered' }],
+      }),
+      known('document.attached', '2026-01-01T10:01:00Z', 'f2', { correspondence_id: c, document_id: 'doc_c' }),
+      known('claim.claimed', '2026-01-01T10:06:00Z', 'f4', { claim_id: 'clm_2', correspondence_id: c, participant_id: 'p3', ref: 'emp-3' }),
+    ]);
+    const got = await getProjectedCorrespondence(store.db, c);
+    expect(got).toMatchObject({
+      content_type: 'application/pdf',
+      created_at: '2026-01-01T10:00:00.000Z',
+      document_ids: ['doc_a', 'doc_b', 'doc_c'],
+      participants: [
+        { participant_id: 'p1', ref: 'emp-1', state: 'delivered' },
+        { participant_id: 'p2', ref: 'emp-2', state: 'undeliverable' },
+        { participant_id: 'p3', ref: 'emp-3', state: 'pending' },
+      ],
+    });
+    // A created event whose created_at Postgres cannot hold falls back to its own time instead of failing the batch.
+    await apply(store.db, [known('correspondence.created', '2026-01-02T00:00:00Z', 'g1', { correspondence_id: 'cor_badtime', created_at: 'not a time', participants: [] })]);
+    expect((await getProjectedCorrespondence(store.db, 'cor_badtime'))?.created_at).toBe('2026-01-02T00:00:00.000Z');
+  });
+
   it('builds the read model docs/events.md describes from a created snapshot and later events', async () => {
     const c = 'cor_basic';
     await apply(store.db, [

@@ -1,12 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient } from '../../src/client/client.js';
 import { systemClock } from '../../src/clock.js';
-import { silentLogger } from '../../src/logging/logger.js';
+import { createLogger, silentLogger } from '../../src/logging/logger.js';
+import { runCli } from '../support/cli.js';
 import { createReconciler } from '../../src/reconciler/reconcile.js';
 import { rereadCandidates } from '../../src/reconciler/projection-reads.js';
 import { sentLedger } from '../../src/reconciler/state-queries.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { openDefaultTestStore, type TestStore } from '../support/db.js';
+import { adminUrl, openDefaultTestStore, openTestStore, type TestStore } from '../support/db.js';
+
+const pg = await adminUrl();
 
 describe('the sent ledger', () => {
   let store: TestStore;
@@ -66,6 +69,82 @@ describe('the sent ledger', () => {
     } finally {
       await client.close();
       await other.cleanup();
+    }
+  });
+});
+
+describe('the sent ledger never makes a caller send twice (issue 12)', () => {
+  let store: TestStore;
+  let sandbox: Sandbox;
+  beforeAll(async () => {
+    store = await openDefaultTestStore();
+    sandbox = await startSandbox({ seed: 2, allowPrivateTargets: true });
+  });
+  afterAll(async () => {
+    await sandbox?.close();
+    await store?.cleanup();
+  });
+  const input = { kind: 'letter', subject: 's', content_type: 'text/plain', document_ids: [], recipients: [{ addressing: { type: 'nin', nin: '12345678901' }, ref: 'r' }] };
+
+  it('retries a failing ledger write, and when it keeps failing logs the id instead of throwing after the send', async () => {
+    let calls = 0;
+    const flaky = createApiClient({
+      baseUrl: sandbox.url,
+      apiKey: sandbox.apiKey,
+      sleep: async () => undefined,
+      onCorrespondenceCreated: async (c) => {
+        if (++calls < 3) throw new Error('ledger down');
+        await sentLedger(store.db)(c);
+      },
+    });
+    const created = await flaky.correspondence.create(input);
+    expect(calls).toBe(3);
+    expect((await store.db.query('SELECT 1 FROM sent_correspondence WHERE correspondence_id = $1', [created.correspondence_id])).rowCount).toBe(1);
+
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'error', destination: { write: (l: string) => void lines.push(l) } });
+    const broken = createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey, sleep: async () => undefined, logger, onCorrespondenceCreated: () => Promise.reject(new Error('ledger down')) });
+    const sent = await broken.correspondence.create(input);
+    expect(sent.correspondence_id).toMatch(/^cor_/);
+    expect(lines.join('')).toContain(sent.correspondence_id);
+    expect(lines.join('')).toContain('postroom sent record');
+    expect(sandbox.control.listCorrespondence().filter((c) => c.correspondence_id === sent.correspondence_id)).toHaveLength(1);
+    await flaky.close();
+    await broken.close();
+  });
+
+  it('records the file a plan run creates (issue 12, point 2)', async () => {
+    const client = createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey, onCorrespondenceCreated: sentLedger(store.db) });
+    const run = await client.plans.run('payroll-2026-11', {});
+    const id = (run.body as { correspondence_id: string }).correspondence_id;
+    expect(id).toMatch(/^cor_/);
+    expect((await store.db.query('SELECT 1 FROM sent_correspondence WHERE correspondence_id = $1', [id])).rowCount).toBe(1);
+    await client.close();
+  });
+
+  // The CLI opens its own connection, so this needs Postgres (the in-memory test store serves one process).
+  it.skipIf(!pg)('postroom sent record takes ids as arguments or one per line on stdin, and refuses what is not an id', async () => {
+    const own = await openTestStore('postgres');
+    const env = { DATABASE_URL: own.url! };
+    try {
+    const a = await runCli(['sent', 'record', 'cor_cli_1', 'cor_cli_2'], env);
+    expect(a.code, a.stderr).toBe(0);
+    const b = await runCli(['sent', 'record', '-', '--json'], env, 'cor_cli_3\n\ncor_cli_2\r\n');
+    expect(b.code, b.stderr).toBe(0);
+    expect(JSON.parse(b.stdout)).toEqual({ recorded: 2 });
+    const rows = await own.db.query<{ correspondence_id: string; source: string }>(`SELECT correspondence_id, source FROM sent_correspondence WHERE correspondence_id LIKE 'cor_cli_%' ORDER BY 1`);
+    expect(rows.rows).toEqual([
+      { correspondence_id: 'cor_cli_1', source: 'cli' },
+      { correspondence_id: 'cor_cli_2', source: 'cli' },
+      { correspondence_id: 'cor_cli_3', source: 'cli' },
+    ]);
+    const bad = await runCli(['sent', 'record', 'not an id'], env);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('not a correspondence id');
+    const none = await runCli(['sent', 'record'], env);
+    expect(none.stderr).toContain('no correspondence ids given');
+    } finally {
+      await own.cleanup();
     }
   });
 });
