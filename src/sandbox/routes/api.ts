@@ -6,7 +6,7 @@ import { createDocument, documentView } from '../documents.js';
 import { apiErrors } from '../errors.js';
 import type { IdempotencyStore } from '../idempotency.js';
 import type { IdFactory } from '../ids.js';
-import type { KeyStore } from '../keys.js';
+import { keyAccess, type ApiKeyView, type Caller, type KeyStore } from '../keys.js';
 import { correspondenceView, type Correspondence, type SandboxState } from '../state.js';
 import type { Clock } from '../../clock.js';
 import { SCOPES } from '../catalogue.js';
@@ -161,23 +161,33 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
     ),
   );
 
-  r.get('/api-keys', operation('apikeys.read', () => ({ status: 200, body: { api_keys: deps.keys.list(), next_cursor: null } })));
+  /** The key, if the caller may reach it: 404 for unknown ids and keys of the other plane, 403 for wider ones. */
+  const reachableKey = (caller: Caller, keyId: string): ApiKeyView => {
+    const k = deps.keys.get(keyId);
+    const access = k ? keyAccess(caller, k) : undefined;
+    if (!k || !access || (!access.ok && access.reason === 'other_plane')) throw apiErrors.notFound('API key', keyId);
+    if (!access.ok && access.reason === 'wider') throw apiErrors.widerKey(access.missingScope);
+    return k;
+  };
+
+  r.get(
+    '/api-keys',
+    operation('apikeys.read', (_req, caller) => ({ status: 200, body: { api_keys: deps.keys.list().filter((k) => keyAccess(caller, k).ok), next_cursor: null } })),
+  );
   r.get(
     '/api-keys/:key_id',
-    operation('apikeys.read', (req) => {
-      const k = deps.keys.get(String(req.params.key_id));
-      if (!k) throw apiErrors.notFound('API key', String(req.params.key_id));
-      return { status: 200, body: k };
-    }),
+    operation('apikeys.read', (req, caller) => ({ status: 200, body: reachableKey(caller, String(req.params.key_id)) })),
   );
   r.post(
     '/api-keys/:key_id/rotate',
     operation(
       'apikeys.write',
-      (req) => {
+      (req, caller) => {
         const { grace_seconds } = parseBody(rotateKeySchema, req.body);
-        const rotated = deps.keys.rotate(String(req.params.key_id), grace_seconds);
-        if (!rotated) throw apiErrors.notFound('API key', String(req.params.key_id));
+        const keyId = String(req.params.key_id);
+        reachableKey(caller, keyId);
+        const rotated = deps.keys.rotate(keyId, grace_seconds);
+        if (!rotated) throw apiErrors.notFound('API key', keyId);
         return { status: 200, body: { ...rotated.view, secret: rotated.secret, previous_secret_expires_at: rotated.previousExpiresAt } };
       },
       idem,
@@ -185,10 +195,10 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
   );
   r.delete(
     '/api-keys/:key_id',
-    operation('apikeys.write', (req) => {
-      const k = deps.keys.revoke(String(req.params.key_id));
-      if (!k) throw apiErrors.notFound('API key', String(req.params.key_id));
-      return { status: 200, body: k };
+    operation('apikeys.write', (req, caller) => {
+      const keyId = String(req.params.key_id);
+      reachableKey(caller, keyId);
+      return { status: 200, body: deps.keys.revoke(keyId)! };
     }),
   );
   return r;
