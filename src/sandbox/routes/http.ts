@@ -79,7 +79,9 @@ export function operation(scope: Scope | null, handler: Operation, options: { id
       reply(res, await handler(req, caller));
       return;
     }
-    const { response, replayed } = await options.idempotency.run(`${req.method} ${req.baseUrl}${req.path}`, key, req.body ?? null, async () => {
+    // Keys are scoped per organisation (the sandbox has one), plane and operation: the same key sent
+    // with a sandbox key and then a live one is two requests, and the live one must debit the wallet.
+    const { response, replayed } = await options.idempotency.run(`${caller.plane} ${req.method} ${req.baseUrl}${req.path}`, key, req.body ?? null, async () => {
       const r = await handler(req, caller);
       return { status: r.status, body: r.body };
     });
