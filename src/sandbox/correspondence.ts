@@ -1,9 +1,10 @@
 import type { Clock } from '../clock.js';
 import type { Activity, Timers } from './activity.js';
 import { identityKey, outcomeFor, type Addressing, type RecipientInput } from './addressing.js';
+import { documentOn } from './documents.js';
 import type { ParticipantAct, Plane } from './catalogue.js';
 import { apiErrors } from './errors.js';
-import type { EventLog } from './events.js';
+import type { EmitOptions, EventLog } from './events.js';
 import type { IdFactory } from './ids.js';
 import type { Claim, Correspondence, Participant, SandboxEvent, SandboxState, SendSummary } from './state.js';
 import type { Wallet } from './wallet.js';
@@ -26,6 +27,8 @@ export interface CreateOptions {
 export interface CorrespondenceService {
   create(input: CreateCorrespondenceInput, options: CreateOptions): Correspondence;
   get(correspondenceId: string): Correspondence;
+  /** The file if it is on `plane`, else 404 as if it did not exist: a key sees only its plane's files. */
+  getOn(correspondenceId: string, plane: Plane): Correspondence;
   /** Completes a queued send now instead of after the queue delay (no-op when already complete). */
   completeSend(correspondenceId: string): void;
   act(participantId: string, act: ParticipantAct): SandboxEvent[];
@@ -69,8 +72,10 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
     if (c.status !== 'live') throw apiErrors.invalidState(`Cannot ${doing}: correspondence ${c.correspondenceId} is ${c.status}.`);
   };
 
+  const on = (c: Correspondence): EmitOptions => ({ correspondenceId: c.correspondenceId, plane: c.plane });
   const acted = (p: Participant, act: string): SandboxEvent => {
-    const event = events.emit('participant.acted', { correspondence_id: p.correspondenceId, participant_id: p.participantId, act, ref: p.ref }, { correspondenceId: p.correspondenceId });
+    const c = get(p.correspondenceId);
+    const event = events.emit('participant.acted', { correspondence_id: p.correspondenceId, participant_id: p.participantId, act, ref: p.ref }, on(c));
     p.lastAct = act;
     p.lastActAt = event.at;
     return event;
@@ -94,14 +99,20 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
     for (const p of c.participants) p.state = p.outcome;
     for (const p of c.participants) if (p.state === 'delivered') acted(p, 'delivered');
     c.sendSummary = summarise(c);
-    events.emit('correspondence.send_completed', { correspondence_id: c.correspondenceId, ...c.sendSummary }, { correspondenceId: c.correspondenceId });
+    events.emit('correspondence.send_completed', { correspondence_id: c.correspondenceId, ...c.sendSummary }, on(c));
   };
 
   return {
     get,
+    getOn(id, plane) {
+      const c = state.correspondences.get(id);
+      if (!c || c.plane !== plane) throw apiErrors.notFound('correspondence', id);
+      return c;
+    },
     completeSend: (id) => drain(get(id)),
     create(input, options) {
-      const missing = input.document_ids.find((d) => !state.documents.has(d));
+      // A document of the other plane does not exist for this one.
+      const missing = input.document_ids.find((d) => !documentOn(state, d, options.plane));
       if (missing !== undefined) throw apiErrors.unprocessable('unknown_document', `document_ids: no uploaded document ${JSON.stringify(missing.slice(0, 100))}.`, { field: 'document_ids', document_id: missing });
       const cost = options.plane === 'live' ? deps.wallet.pricePerRecipient * input.recipients.length : 0;
       if (cost > 0) deps.wallet.ensure(cost);
@@ -161,7 +172,7 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
           status: c.status,
           participants: c.participants.map((p) => ({ participant_id: p.participantId, ref: p.ref, state: p.state })),
         },
-        { correspondenceId },
+        on(c),
       );
       if (!options.queued) for (const p of c.participants) if (p.state === 'delivered') acted(p, 'delivered');
       if (cost > 0) deps.wallet.debit(cost, correspondenceId);
@@ -189,7 +200,7 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
           events.emit(
             'form.response_received',
             { correspondence_id: c.correspondenceId, participant_id: p.participantId, response_id: deps.ids.next('rsp') },
-            { correspondenceId: c.correspondenceId },
+            on(c),
           ),
         );
       }
@@ -221,22 +232,22 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
       if (c.queued) throw apiErrors.invalidState(`Cannot seal: the queued send of ${id} has not completed.`);
       c.status = 'sealed';
       c.covenantId = deps.ids.next('cov');
-      return events.emit('correspondence.sealed', { correspondence_id: id, covenant_id: c.covenantId }, { correspondenceId: id });
+      return events.emit('correspondence.sealed', { correspondence_id: id, covenant_id: c.covenantId }, on(c));
     },
 
     withdraw(id) {
       const c = get(id);
       requireLive(c, 'withdraw');
       c.status = 'withdrawn';
-      return events.emit('correspondence.withdrawn', { correspondence_id: id }, { correspondenceId: id });
+      return events.emit('correspondence.withdrawn', { correspondence_id: id }, on(c));
     },
 
     attach(id, documentId) {
       const c = get(id);
       requireLive(c, 'attach a document');
-      if (!state.documents.has(documentId)) throw apiErrors.notFound('document', documentId);
+      if (!documentOn(state, documentId, c.plane)) throw apiErrors.notFound('document', documentId);
       c.documentIds.push(documentId);
-      return events.emit('document.attached', { correspondence_id: id, document_id: documentId }, { correspondenceId: id });
+      return events.emit('document.attached', { correspondence_id: id, document_id: documentId }, on(c));
     },
 
     claim(claimId) {
@@ -244,10 +255,11 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
       if (!claim) throw apiErrors.notFound('claim', claimId);
       if (claim.status !== 'open') throw apiErrors.invalidState(`Claim ${claimId} is already ${claim.status}.`);
       const p = participant(claim.participantId);
-      requireLive(get(claim.correspondenceId), `claim ${claimId}`);
+      const c = get(claim.correspondenceId);
+      requireLive(c, `claim ${claimId}`);
       if (p.state !== 'held') throw apiErrors.invalidState(`Participant ${p.participantId} is ${p.state}; a claim is redeemed once the send has completed.`);
       claim.status = 'claimed';
-      const claimed = events.emit('claim.claimed', { claim_id: claimId, correspondence_id: claim.correspondenceId, participant_id: p.participantId }, { correspondenceId: claim.correspondenceId });
+      const claimed = events.emit('claim.claimed', { claim_id: claimId, correspondence_id: claim.correspondenceId, participant_id: p.participantId }, on(c));
       return [claimed, deliver(p)];
     },
 
@@ -259,7 +271,7 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
       if (p.state !== 'held') throw apiErrors.invalidState(`Participant ${p.participantId} is ${p.state}; a claim lapses once the send has completed.`);
       claim.status = 'expired';
       p.state = 'undeliverable';
-      return events.emit('claim.expired', { claim_id: claimId, correspondence_id: claim.correspondenceId, participant_id: p.participantId }, { correspondenceId: claim.correspondenceId });
+      return events.emit('claim.expired', { claim_id: claimId, correspondence_id: claim.correspondenceId, participant_id: p.participantId }, on(get(claim.correspondenceId)));
     },
   };
 }

@@ -134,7 +134,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     clock,
     ids,
     onEvent(event, target) {
-      const targets = target.endpointId !== undefined ? [state.endpoints.get(target.endpointId)].filter((e) => e !== undefined) : endpoints.subscribers(event.type);
+      const targets = target.endpointId !== undefined ? [state.endpoints.get(target.endpointId)].filter((e) => e !== undefined) : endpoints.subscribers(event.type, event.plane);
       for (const e of targets) dispatcher.enqueue(deliveries.create({ endpointId: e.endpointId, event }));
     },
   });

@@ -9,6 +9,8 @@ export interface SandboxEvent {
   data: Record<string, unknown>;
   /** Not part of the envelope: lets tests and the reconciler tie an event to its file. */
   correspondenceId: string | undefined;
+  /** Not part of the envelope: only endpoints of this plane receive the event. */
+  plane: Plane;
   /** The exact bytes every attempt sends (and signs). */
   body: Buffer;
 }
@@ -20,6 +22,7 @@ export interface Document {
   sizeBytes: number;
   sha256: string;
   createdAt: number;
+  plane: Plane;
 }
 
 export interface Participant {
@@ -74,6 +77,7 @@ export interface Endpoint {
   active: boolean;
   createdAt: number;
   secret: string;
+  plane: Plane;
 }
 
 export interface Campaign {

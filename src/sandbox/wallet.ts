@@ -40,7 +40,7 @@ export function createWallet(options: WalletOptions, events: () => EventLog): Wa
     },
     debit(amount, correspondenceId) {
       balance -= amount;
-      events().emit('wallet.debited', { amount, currency, correspondence_id: correspondenceId, balance }, { correspondenceId });
+      events().emit('wallet.debited', { amount, currency, correspondence_id: correspondenceId, balance }, { correspondenceId, plane: 'live' });
     },
     fund(amount) {
       balance += amount;

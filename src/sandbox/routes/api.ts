@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { recipientSchema, type RecipientInput } from '../addressing.js';
 import type { CorrespondenceService } from '../correspondence.js';
-import { createDocument, documentView } from '../documents.js';
+import { createDocument, documentOn, documentView } from '../documents.js';
 import { apiErrors } from '../errors.js';
 import type { IdempotencyStore } from '../idempotency.js';
 import type { IdFactory } from '../ids.js';
@@ -100,9 +100,9 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
     '/documents',
     operation(
       'documents.write',
-      (req) => {
+      (req, caller) => {
         const body = parseBody(documentSchema, req.body);
-        const doc = createDocument(deps, body);
+        const doc = createDocument(deps, body, caller.plane);
         return { status: 201, body: { document_id: doc.documentId, filename: doc.filename, size_bytes: doc.sizeBytes } };
       },
       idem,
@@ -110,8 +110,8 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
   );
   r.get(
     '/documents/:document_id',
-    operation('documents.read', (req) => {
-      const doc = deps.state.documents.get(String(req.params.document_id));
+    operation('documents.read', (req, caller) => {
+      const doc = documentOn(deps.state, String(req.params.document_id), caller.plane);
       if (!doc) throw apiErrors.notFound('document', String(req.params.document_id));
       return { status: 200, body: documentView(doc) };
     }),
@@ -132,7 +132,7 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
   );
   r.get(
     '/correspondence/:correspondence_id',
-    operation('correspondence.read', (req) => ({ status: 200, body: correspondenceView(deps.correspondence.get(String(req.params.correspondence_id))) })),
+    operation('correspondence.read', (req, caller) => ({ status: 200, body: correspondenceView(deps.correspondence.getOn(String(req.params.correspondence_id), caller.plane)) })),
   );
 
   r.post(
