@@ -9,6 +9,8 @@ export interface EmitOptions {
   correspondenceId?: string | undefined;
   /** Send only to this endpoint, whatever it subscribes to (webhook.test). */
   endpointId?: string;
+  /** The instant of the change that fires the event (epoch ms), so resource and event agree; default now. */
+  at?: number;
 }
 
 export interface EventLog {
@@ -28,7 +30,7 @@ export function createEventLog(deps: { clock: Clock; ids: IdFactory; onEvent: (e
   return {
     emit(type, data, options) {
       const event_id = deps.ids.next('evt');
-      const at = new Date(deps.clock.now()).toISOString();
+      const at = new Date(options.at ?? deps.clock.now()).toISOString();
       const body = Buffer.from(JSON.stringify({ event_id, type, at, data }), 'utf8');
       const event: SandboxEvent = { event_id, type, at, data, correspondenceId: options.correspondenceId, plane: options.plane, body };
       events.push(event);

@@ -54,6 +54,10 @@ export interface Correspondence {
   documentIds: string[];
   status: CorrespondenceStatus;
   createdAt: number;
+  /** The instant of the last state change (epoch ms), the same as that change's events' `at`. */
+  updatedAt: number;
+  /** The file's place in its plane's change order (change-log.ts); 0 until first recorded. */
+  changeSeq: number;
   participants: Participant[];
   sendSummary: SendSummary | null;
   plane: Plane;
@@ -115,6 +119,7 @@ export interface CorrespondenceView {
   document_ids: string[];
   status: CorrespondenceStatus;
   created_at: string;
+  updated_at: string;
   participants: Array<{ participant_id: string; ref: string; state: ParticipantState; last_act: string | null; last_act_at: string | null }>;
   send_summary: SendSummary | null;
 }
@@ -128,6 +133,7 @@ export function correspondenceView(c: Correspondence): CorrespondenceView {
     document_ids: [...c.documentIds],
     status: c.status,
     created_at: new Date(c.createdAt).toISOString(),
+    updated_at: new Date(c.updatedAt).toISOString(),
     participants: c.participants.map((p) => ({ participant_id: p.participantId, ref: p.ref, state: p.state, last_act: p.lastAct, last_act_at: p.lastActAt })),
     send_summary: c.sendSummary ? { ...c.sendSummary } : null,
   };

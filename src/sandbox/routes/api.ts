@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { recipientSchema, type RecipientInput } from '../addressing.js';
+import { decodeChangeCursor, encodeChangeCursor, type ChangeLog } from '../change-log.js';
 import type { CorrespondenceService } from '../correspondence.js';
 import { createDocument, documentOn, documentView } from '../documents.js';
 import { apiErrors } from '../errors.js';
@@ -10,12 +11,13 @@ import { keyAccess, type ApiKeyView, type Caller, type KeyStore } from '../keys.
 import { correspondenceView, type Correspondence, type SandboxState } from '../state.js';
 import type { Clock } from '../../clock.js';
 import { SCOPES } from '../catalogue.js';
-import { operation, parseBody } from './http.js';
+import { operation, parseBody, parseLimit, queryParam } from './http.js';
 
 export interface ApiRouteDeps {
   state: SandboxState;
   keys: KeyStore;
   correspondence: CorrespondenceService;
+  changes: ChangeLog;
   idempotency: IdempotencyStore;
   ids: IdFactory;
   clock: Clock;
@@ -53,6 +55,20 @@ const rotateKeySchema = z.object({
 });
 
 const PLAN_ID = /^[A-Za-z0-9_.-]{1,100}$/;
+export const LISTING_LIMITS = { default: 50, max: 200 } as const;
+const ISO_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/i;
+
+/** An ISO 8601 date-time with a zone, as epoch ms; a date that does not exist (2026-02-31) is refused, not rolled over. */
+function parseTimestamp(name: string, raw: string): number {
+  const m = ISO_TIMESTAMP.exec(raw);
+  const ms = m ? Date.parse(raw) : NaN;
+  const [, y, mo, d, h, mi, s] = m ?? [];
+  const daysInMonth = new Date(Date.UTC(Number(y), Number(mo), 0)).getUTCDate();
+  if (Number.isNaN(ms) || Number(mo) < 1 || Number(mo) > 12 || Number(d) < 1 || Number(d) > daysInMonth || Number(h) > 23 || Number(mi) > 59 || Number(s ?? 0) > 59) {
+    throw apiErrors.invalid(name, 'expected an ISO 8601 timestamp with a zone, such as 2026-03-01T09:00:00Z');
+  }
+  return ms;
+}
 const SEND_MODE_HEADER = 'x-sandbox-send-mode';
 
 function createdBody(c: Correspondence): Record<string, unknown> {
@@ -129,6 +145,25 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
       },
       idem,
     ),
+  );
+  // The reconciler's listing. The spec names correspondence.read operations but shows none: this shape
+  // is the sandbox's assumption (docs/sandbox.md). Ascending by each plane's change sequence; a change
+  // moves the file to the end, so a walk resuming from its cursor has no holes and no repeats.
+  r.get(
+    '/correspondence',
+    operation('correspondence.read', (req, caller) => {
+      const limit = parseLimit(req, LISTING_LIMITS);
+      const since = queryParam(req, 'updated_since');
+      const cursor = queryParam(req, 'cursor');
+      const updatedSince = since === undefined ? undefined : parseTimestamp('updated_since', since);
+      const afterSeq = cursor === undefined ? 0 : decodeChangeCursor(cursor, caller.plane);
+      const { items, more } = deps.changes.page(caller.plane, { afterSeq, updatedSince, limit });
+      const last = items[items.length - 1];
+      return {
+        status: 200,
+        body: { correspondence: items.map(correspondenceView), next_cursor: more && last ? encodeChangeCursor(caller.plane, last.changeSeq) : null },
+      };
+    }),
   );
   r.get(
     '/correspondence/:correspondence_id',
