@@ -86,3 +86,17 @@ describe('events go only to endpoints of their plane', () => {
     expect(sandboxHook.received.map((c) => c.event.type)).not.toContain('wallet.debited');
   });
 });
+
+describe('the control routes create on the plane of the key that asks', () => {
+  it('an endpoint registered with a live key is a live endpoint; a trigger with a live key makes live files', async () => {
+    const ep = await api(LIVE, 'POST', '/sandbox/endpoints', { url: 'http://127.0.0.1:9/control' });
+    expect(ep.status).toBe(201);
+    expect((await api(LIVE, 'GET', `/sender/v2/webhook-endpoints/${ep.body.endpoint_id}`)).status).toBe(200);
+    expect((await api(SANDBOX, 'GET', `/sender/v2/webhook-endpoints/${ep.body.endpoint_id}`)).status).toBe(404);
+    const fired = await api(LIVE, 'POST', '/sandbox/trigger', { type: 'correspondence.created' });
+    const file = fired.body.fired[0].correspondence_id;
+    expect((await api(LIVE, 'GET', `/sender/v2/correspondence/${file}`)).status).toBe(200);
+    expect((await api(SANDBOX, 'GET', `/sender/v2/correspondence/${file}`)).status).toBe(404);
+    await api(LIVE, 'DELETE', `/sender/v2/webhook-endpoints/${ep.body.endpoint_id}`);
+  });
+});
