@@ -1,7 +1,7 @@
 import express from 'express';
 import type { Logger } from '../logging/logger.js';
 import type { KeyStore } from './keys.js';
-import { authenticate, errorHandler, notFoundRoute, requireJsonBody } from './routes/http.js';
+import { authenticate, bodyErrors, deferredJsonBody, errorHandler, notFoundRoute } from './routes/http.js';
 
 export const API_PREFIX = '/sender/v2';
 export const CONTROL_PREFIX = '/sandbox';
@@ -17,7 +17,8 @@ export function createSandboxApp(deps: { keys: KeyStore; logger: Logger; maxBody
   app.set('etag', false);
   app.set('query parser', 'simple');
 
-  const json = express.json({ limit: deps.maxBodyBytes, type: ['application/json', 'application/*+json'] });
+  // The key first (401 whatever the body), then the body is read; its errors wait for the scope check.
+  const json = deferredJsonBody(deps.maxBodyBytes);
   const auth = authenticate(deps.keys);
 
   app.get('/', (_req, res) => {
@@ -26,8 +27,8 @@ export function createSandboxApp(deps: { keys: KeyStore; logger: Logger; maxBody
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.use(API_PREFIX, json, requireJsonBody, auth, ...deps.api, notFoundRoute());
-  app.use(CONTROL_PREFIX, json, requireJsonBody, auth, deps.control, notFoundRoute());
+  app.use(API_PREFIX, auth, json, ...deps.api, notFoundRoute());
+  app.use(CONTROL_PREFIX, auth, json, bodyErrors, deps.control, notFoundRoute());
   app.use(notFoundRoute());
   app.use(errorHandler(deps.logger));
   return app;

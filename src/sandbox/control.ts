@@ -1,6 +1,6 @@
 import type { Activity } from './activity.js';
 import type { Addressing } from './addressing.js';
-import { SUBSCRIBABLE_EVENT_TYPES, isEventType, type DeliveryStatus, type EventType, type ParticipantAct, PARTICIPANT_ACTS, EVENT_TYPES } from './catalogue.js';
+import { SUBSCRIBABLE_EVENT_TYPES, isEventType, type DeliveryStatus, type EventType, type ParticipantAct, type Plane, PARTICIPANT_ACTS, EVENT_TYPES } from './catalogue.js';
 import type { CorrespondenceService } from './correspondence.js';
 import { toRecord, type DeliveryRecord, type DeliveryStore } from './deliveries.js';
 import type { Dispatcher, FaultLogEntry } from './dispatcher.js';
@@ -66,11 +66,15 @@ export interface SandboxControl {
   attach(correspondenceId: string, documentId?: string): EventSummary;
   claim(claimId: string): EventSummary[];
   expireClaim(claimId: string): EventSummary;
-  campaignStatus(input: { campaignId?: string; status: string }): EventSummary;
-  /** `fired`: the events of `type` asked for; `events`: everything the changes fired, in order. */
-  trigger(type: EventType, options?: { count?: number; act?: ParticipantAct }): { fired: EventSummary[]; events: EventSummary[] };
-  /** A webhook endpoint without the API (URL rules still apply); subscribes to every type unless `events` is given. */
-  registerEndpoint(input: { url: string; events?: string[] }): Promise<EndpointView & { secret: string }>;
+  /** On the sandbox plane unless `plane` says otherwise. */
+  campaignStatus(input: { campaignId?: string; status: string; plane?: Plane }): EventSummary;
+  /** `fired`: the events of `type` asked for; `events`: everything the changes fired, in order. On the sandbox plane unless `plane` says otherwise. */
+  trigger(type: EventType, options?: { count?: number; act?: ParticipantAct; plane?: Plane }): { fired: EventSummary[]; events: EventSummary[] };
+  /**
+   * A webhook endpoint without the API (URL rules still apply); subscribes to every type unless `events` is given.
+   * It belongs to `plane` (default sandbox) and receives only that plane's events.
+   */
+  registerEndpoint(input: { url: string; events?: string[]; plane?: Plane }): Promise<EndpointView & { secret: string }>;
 
   faults(): FaultConfig;
   setFaults(patch: Partial<FaultConfig>): FaultConfig;
@@ -153,19 +157,19 @@ export function createControl(deps: {
     seal: (id) => summarise(correspondence.seal(id)),
     withdraw: (id) => summarise(correspondence.withdraw(id)),
     attach(id, documentId) {
-      correspondence.get(id);
+      const c = correspondence.get(id);
       const docId =
         documentId ??
-        createDocument(deps, { filename: 'attachment.txt', media_type: 'text/plain', content_base64: Buffer.from(`attachment for ${id}`).toString('base64') }).documentId;
+        createDocument(deps, { filename: 'attachment.txt', media_type: 'text/plain', content_base64: Buffer.from(`attachment for ${id}`).toString('base64') }, c.plane).documentId;
       return summarise(correspondence.attach(id, docId));
     },
     claim: (claimId) => correspondence.claim(claimId).map(summarise),
     expireClaim: (claimId) => summarise(correspondence.expireClaim(claimId)),
-    campaignStatus({ campaignId, status }) {
+    campaignStatus({ campaignId, status, plane = 'sandbox' }) {
       if (typeof status !== 'string' || !/^[a-z_]{1,40}$/.test(status)) throw apiErrors.invalid('status', 'expected a lower-case status name such as running or completed');
       const id = campaignId ?? deps.ids.next('cmp');
       state.campaigns.set(id, { campaignId: id, status });
-      return summarise(deps.events.emit('campaign.status_changed', { campaign_id: id, status }));
+      return summarise(deps.events.emit('campaign.status_changed', { campaign_id: id, status }, { plane }));
     },
     trigger(type, options = {}) {
       if (!isEventType(type)) throw apiErrors.invalid('type', `expected one of ${EVENT_TYPES.join(', ')}`);
@@ -175,13 +179,13 @@ export function createControl(deps: {
       const fired: EventSummary[] = [];
       const events: EventSummary[] = [];
       for (let i = 0; i < count; i++) {
-        const r = deps.triggers.fire(type, options.act ? { act: options.act } : {});
+        const r = deps.triggers.fire(type, { ...(options.act ? { act: options.act } : {}), ...(options.plane ? { plane: options.plane } : {}) });
         for (const e of r.events) events.push(summarise(e));
         for (const e of r.fired) fired.push(summarise(e));
       }
       return { fired, events };
     },
-    registerEndpoint: (input) => deps.endpoints.create({ url: input.url, events: input.events ?? [...SUBSCRIBABLE_EVENT_TYPES] }),
+    registerEndpoint: (input) => deps.endpoints.create({ url: input.url, events: input.events ?? [...SUBSCRIBABLE_EVENT_TYPES] }, input.plane ?? 'sandbox'),
 
     faults: () => deps.faults.config(),
     setFaults(patch) {
@@ -205,8 +209,8 @@ export function createControl(deps: {
       if (!Number.isInteger(count) || count < 1 || count > MAX_SEED_COUNT) throw apiErrors.invalid('count', `expected a whole number from 1 to ${MAX_SEED_COUNT}`);
       if (!['pending', 'delivered', 'dead'].includes(status)) throw apiErrors.invalid('status', 'expected pending, delivered or dead');
       if (eventType !== undefined && !isEventType(eventType)) throw apiErrors.invalid('event_type', `expected one of ${EVENT_TYPES.join(', ')}`);
-      deps.endpoints.get(endpointId);
-      const r = deps.deliveries.seed({ endpointId, count, status, ...(eventType === undefined ? {} : { eventType }) });
+      const endpoint = deps.endpoints.get(endpointId);
+      const r = deps.deliveries.seed({ endpointId, plane: endpoint.plane, count, status, ...(eventType === undefined ? {} : { eventType }) });
       return { count: r.count, first_delivery_id: r.first ?? null, last_delivery_id: r.last ?? null };
     },
     deliveries(query = {}) {

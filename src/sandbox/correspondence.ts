@@ -1,9 +1,11 @@
 import type { Clock } from '../clock.js';
 import type { Activity, Timers } from './activity.js';
 import { identityKey, outcomeFor, type Addressing, type RecipientInput } from './addressing.js';
+import { documentOn } from './documents.js';
 import type { ParticipantAct, Plane } from './catalogue.js';
 import { apiErrors } from './errors.js';
-import type { EventLog } from './events.js';
+import type { ChangeLog } from './change-log.js';
+import type { EmitOptions, EventLog } from './events.js';
 import type { IdFactory } from './ids.js';
 import type { Claim, Correspondence, Participant, SandboxEvent, SandboxState, SendSummary } from './state.js';
 import type { Wallet } from './wallet.js';
@@ -26,6 +28,8 @@ export interface CreateOptions {
 export interface CorrespondenceService {
   create(input: CreateCorrespondenceInput, options: CreateOptions): Correspondence;
   get(correspondenceId: string): Correspondence;
+  /** The file if it is on `plane`, else 404 as if it did not exist: a key sees only its plane's files. */
+  getOn(correspondenceId: string, plane: Plane): Correspondence;
   /** Completes a queued send now instead of after the queue delay (no-op when already complete). */
   completeSend(correspondenceId: string): void;
   act(participantId: string, act: ParticipantAct): SandboxEvent[];
@@ -48,6 +52,7 @@ export interface CorrespondenceDeps {
   wallet: Wallet;
   /** How long a queued (202) send takes to drain. */
   queueDelayMs: number;
+  changes: ChangeLog;
 }
 
 export function createCorrespondenceService(deps: CorrespondenceDeps): CorrespondenceService {
@@ -69,15 +74,23 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
     if (c.status !== 'live') throw apiErrors.invalidState(`Cannot ${doing}: correspondence ${c.correspondenceId} is ${c.status}.`);
   };
 
-  const acted = (p: Participant, act: string): SandboxEvent => {
-    const event = events.emit('participant.acted', { correspondence_id: p.correspondenceId, participant_id: p.participantId, act, ref: p.ref }, { correspondenceId: p.correspondenceId });
+  /*
+   * One clock read per state change: the instant `at` stamps the resource (created_at,
+   * updated_at, last_act_at) and every event the change fires, so they never differ by
+   * the millisecond between two reads. Each change also moves the file to the end of the
+   * listing order (change-log.ts).
+   */
+  const on = (c: Correspondence, at: number): EmitOptions => ({ correspondenceId: c.correspondenceId, plane: c.plane, at });
+  const acted = (p: Participant, act: string, at: number): SandboxEvent => {
+    const c = get(p.correspondenceId);
+    const event = events.emit('participant.acted', { correspondence_id: p.correspondenceId, participant_id: p.participantId, act, ref: p.ref }, on(c, at));
     p.lastAct = act;
     p.lastActAt = event.at;
     return event;
   };
-  const deliver = (p: Participant): SandboxEvent => {
+  const deliver = (p: Participant, at: number): SandboxEvent => {
     p.state = 'delivered';
-    return acted(p, 'delivered');
+    return acted(p, 'delivered', at);
   };
 
   const summarise = (c: Correspondence): SendSummary => {
@@ -89,32 +102,44 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
   const drain = (c: Correspondence): void => {
     if (!c.queued) return;
     c.queued = false;
-    // A file withdrawn while queued never sends: its participants stay pending.
+    // A file withdrawn while queued never sends: its participants stay pending (nothing visible changes).
     if (c.status === 'withdrawn') return;
+    const at = deps.clock.now();
     for (const p of c.participants) p.state = p.outcome;
-    for (const p of c.participants) if (p.state === 'delivered') acted(p, 'delivered');
+    for (const p of c.participants) if (p.state === 'delivered') acted(p, 'delivered', at);
     c.sendSummary = summarise(c);
-    events.emit('correspondence.send_completed', { correspondence_id: c.correspondenceId, ...c.sendSummary }, { correspondenceId: c.correspondenceId });
+    deps.changes.record(c, at);
+    events.emit('correspondence.send_completed', { correspondence_id: c.correspondenceId, ...c.sendSummary }, on(c, at));
   };
 
   return {
     get,
+    getOn(id, plane) {
+      const c = state.correspondences.get(id);
+      if (!c || c.plane !== plane) throw apiErrors.notFound('correspondence', id);
+      return c;
+    },
     completeSend: (id) => drain(get(id)),
     create(input, options) {
-      const missing = input.document_ids.find((d) => !state.documents.has(d));
+      // A document of the other plane does not exist for this one.
+      const missing = input.document_ids.find((d) => !documentOn(state, d, options.plane));
       if (missing !== undefined) throw apiErrors.unprocessable('unknown_document', `document_ids: no uploaded document ${JSON.stringify(missing.slice(0, 100))}.`, { field: 'document_ids', document_id: missing });
       const cost = options.plane === 'live' ? deps.wallet.pricePerRecipient * input.recipients.length : 0;
       if (cost > 0) deps.wallet.ensure(cost);
 
+      const at = deps.clock.now();
       const correspondenceId = deps.ids.next('cor');
       const c: Correspondence = {
         correspondenceId,
         kind: input.kind,
         subject: input.subject,
         contentType: input.content_type,
-        documentIds: [...input.document_ids],
+        // A document named twice is on the file once.
+        documentIds: [...new Set(input.document_ids)],
         status: 'live',
-        createdAt: deps.clock.now(),
+        createdAt: at,
+        updatedAt: at,
+        changeSeq: 0,
         participants: [],
         sendSummary: null,
         plane: options.plane,
@@ -151,6 +176,7 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
       // Counts are what correspondence.send_completed announces, and it fires only for queued sends (spec):
       // a direct send has no summary, so a receiver's projection can match the service from events alone.
       state.correspondences.set(correspondenceId, c);
+      deps.changes.record(c, at);
 
       events.emit(
         'correspondence.created',
@@ -159,12 +185,15 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
           kind: c.kind,
           subject: c.subject,
           status: c.status,
+          content_type: c.contentType,
+          document_ids: [...c.documentIds],
+          created_at: new Date(at).toISOString(),
           participants: c.participants.map((p) => ({ participant_id: p.participantId, ref: p.ref, state: p.state })),
         },
-        { correspondenceId },
+        on(c, at),
       );
-      if (!options.queued) for (const p of c.participants) if (p.state === 'delivered') acted(p, 'delivered');
-      if (cost > 0) deps.wallet.debit(cost, correspondenceId);
+      if (!options.queued) for (const p of c.participants) if (p.state === 'delivered') acted(p, 'delivered', at);
+      if (cost > 0) deps.wallet.debit(cost, correspondenceId, at);
       if (options.queued) {
         deps.activity.begin();
         deps.timers.set(() => {
@@ -183,13 +212,15 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
       const c = get(p.correspondenceId);
       requireLive(c, `act on participant ${participantId}`);
       if (p.state !== 'delivered') throw apiErrors.invalidState(`Participant ${participantId} is ${p.state}; only a delivered participant can act.`);
-      const out = [acted(p, act)];
+      const at = deps.clock.now();
+      deps.changes.record(c, at);
+      const out = [acted(p, act, at)];
       if (act === 'submitted') {
         out.push(
           events.emit(
             'form.response_received',
             { correspondence_id: c.correspondenceId, participant_id: p.participantId, response_id: deps.ids.next('rsp') },
-            { correspondenceId: c.correspondenceId },
+            on(c, at),
           ),
         );
       }
@@ -201,15 +232,22 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
         const p = participant(target.participantId);
         if (p.state !== 'held') throw apiErrors.invalidState(`Participant ${p.participantId} is ${p.state}, not held.`);
         if (p.claimId !== undefined) throw apiErrors.invalidState(`Participant ${p.participantId} was addressed by claim code; it delivers when claim ${p.claimId} is claimed.`);
-        requireLive(get(p.correspondenceId), `deliver participant ${p.participantId}`);
-        deliver(p);
+        const c = get(p.correspondenceId);
+        requireLive(c, `deliver participant ${p.participantId}`);
+        const at = deps.clock.now();
+        deps.changes.record(c, at);
+        deliver(p, at);
         return [p];
       }
+      // One verification, one instant, for every file it releases.
+      const at = deps.clock.now();
       const released: Participant[] = [];
       for (const p of byIdentity.get(identityKey(target.addressing)) ?? []) {
         if (p.state !== 'held' || p.claimId !== undefined) continue;
-        if (state.correspondences.get(p.correspondenceId)?.status !== 'live') continue;
-        deliver(p);
+        const c = state.correspondences.get(p.correspondenceId);
+        if (c?.status !== 'live') continue;
+        deps.changes.record(c, at);
+        deliver(p, at);
         released.push(p);
       }
       return released;
@@ -219,24 +257,32 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
       const c = get(id);
       requireLive(c, 'seal');
       if (c.queued) throw apiErrors.invalidState(`Cannot seal: the queued send of ${id} has not completed.`);
+      const at = deps.clock.now();
       c.status = 'sealed';
       c.covenantId = deps.ids.next('cov');
-      return events.emit('correspondence.sealed', { correspondence_id: id, covenant_id: c.covenantId }, { correspondenceId: id });
+      deps.changes.record(c, at);
+      return events.emit('correspondence.sealed', { correspondence_id: id, covenant_id: c.covenantId }, on(c, at));
     },
 
     withdraw(id) {
       const c = get(id);
       requireLive(c, 'withdraw');
+      const at = deps.clock.now();
       c.status = 'withdrawn';
-      return events.emit('correspondence.withdrawn', { correspondence_id: id }, { correspondenceId: id });
+      deps.changes.record(c, at);
+      return events.emit('correspondence.withdrawn', { correspondence_id: id }, on(c, at));
     },
 
     attach(id, documentId) {
       const c = get(id);
       requireLive(c, 'attach a document');
-      if (!state.documents.has(documentId)) throw apiErrors.notFound('document', documentId);
+      if (!documentOn(state, documentId, c.plane)) throw apiErrors.notFound('document', documentId);
+      // Refused rather than ignored: the caller learns nothing was added and no event fires.
+      if (c.documentIds.includes(documentId)) throw apiErrors.invalidState(`Document ${documentId} is already attached to correspondence ${id}.`);
+      const at = deps.clock.now();
       c.documentIds.push(documentId);
-      return events.emit('document.attached', { correspondence_id: id, document_id: documentId }, { correspondenceId: id });
+      deps.changes.record(c, at);
+      return events.emit('document.attached', { correspondence_id: id, document_id: documentId }, on(c, at));
     },
 
     claim(claimId) {
@@ -244,11 +290,14 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
       if (!claim) throw apiErrors.notFound('claim', claimId);
       if (claim.status !== 'open') throw apiErrors.invalidState(`Claim ${claimId} is already ${claim.status}.`);
       const p = participant(claim.participantId);
-      requireLive(get(claim.correspondenceId), `claim ${claimId}`);
+      const c = get(claim.correspondenceId);
+      requireLive(c, `claim ${claimId}`);
       if (p.state !== 'held') throw apiErrors.invalidState(`Participant ${p.participantId} is ${p.state}; a claim is redeemed once the send has completed.`);
+      const at = deps.clock.now();
       claim.status = 'claimed';
-      const claimed = events.emit('claim.claimed', { claim_id: claimId, correspondence_id: claim.correspondenceId, participant_id: p.participantId }, { correspondenceId: claim.correspondenceId });
-      return [claimed, deliver(p)];
+      deps.changes.record(c, at);
+      const claimed = events.emit('claim.claimed', { claim_id: claimId, correspondence_id: claim.correspondenceId, participant_id: p.participantId, ref: p.ref }, on(c, at));
+      return [claimed, deliver(p, at)];
     },
 
     expireClaim(claimId) {
@@ -257,9 +306,13 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
       if (claim.status !== 'open') throw apiErrors.invalidState(`Claim ${claimId} is already ${claim.status}.`);
       const p = participant(claim.participantId);
       if (p.state !== 'held') throw apiErrors.invalidState(`Participant ${p.participantId} is ${p.state}; a claim lapses once the send has completed.`);
+      // Lapse is time-driven, not a file operation: it happens on a sealed or withdrawn file too.
+      const c = get(claim.correspondenceId);
+      const at = deps.clock.now();
       claim.status = 'expired';
       p.state = 'undeliverable';
-      return events.emit('claim.expired', { claim_id: claimId, correspondence_id: claim.correspondenceId, participant_id: p.participantId }, { correspondenceId: claim.correspondenceId });
+      deps.changes.record(c, at);
+      return events.emit('claim.expired', { claim_id: claimId, correspondence_id: claim.correspondenceId, participant_id: p.participantId, ref: p.ref }, on(c, at));
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import type { DeliveryStatus } from './catalogue.js';
+import type { DeliveryStatus, Plane } from './catalogue.js';
 import { apiErrors } from './errors.js';
 import type { IdFactory } from './ids.js';
 import { createSortedIndex, type SortedIndex } from './sorted-index.js';
@@ -20,6 +20,8 @@ export interface Delivery {
   deliveredAt: number | undefined;
   /** The event to send; absent on bulk-seeded records, which are history only. */
   event: SandboxEvent | undefined;
+  /** The endpoint's plane: only keys of this plane see the record. */
+  plane: Plane;
 }
 
 /** The webhook delivery record exactly as the spec lists it. */
@@ -54,6 +56,8 @@ export interface DeliveryQuery {
   status?: DeliveryStatus | undefined;
   endpointId?: string | undefined;
   cursor?: string | undefined;
+  /** Only this plane's deliveries (the API); undefined for every plane (the control routes). */
+  plane?: Plane | undefined;
 }
 
 export interface DeliveryPage {
@@ -63,6 +67,7 @@ export interface DeliveryPage {
 
 export interface SeedDeliveries {
   endpointId: string;
+  plane: Plane;
   count: number;
   status: DeliveryStatus;
   eventType?: string;
@@ -105,12 +110,16 @@ export function createDeliveryStore(deps: { clock: Clock; ids: IdFactory }): Del
     }
     return idx;
   };
-  const statusIndexes = (d: Delivery): string[] => [`s:${d.status}`, `e:${d.endpointId}|${d.status}`];
+  /** endpoint id → its plane, so a filter on another plane's endpoint finds nothing. */
+  const endpointPlane = new Map<string, Plane>();
+  // Global indexes serve the control routes; the plane ones the API. An endpoint's own indexes are of one plane.
+  const statusIndexes = (d: Delivery): string[] => [`s:${d.status}`, `${d.plane}|s:${d.status}`, `e:${d.endpointId}|${d.status}`];
 
   const add = (d: Delivery): void => {
     byId.set(d.deliveryId, d);
+    endpointPlane.set(d.endpointId, d.plane);
     counts[d.status]++;
-    for (const name of ['all', `e:${d.endpointId}`, ...statusIndexes(d)]) index(name).insert(d);
+    for (const name of ['all', `${d.plane}|all`, `e:${d.endpointId}`, ...statusIndexes(d)]) index(name).insert(d);
   };
 
   return {
@@ -130,6 +139,7 @@ export function createDeliveryStore(deps: { clock: Clock; ids: IdFactory }): Del
         createdAt: deps.clock.now(),
         deliveredAt: undefined,
         event,
+        plane: event.plane,
       };
       add(d);
       return d;
@@ -148,10 +158,11 @@ export function createDeliveryStore(deps: { clock: Clock; ids: IdFactory }): Del
       return items?.[items.length - 1];
     },
     page(query) {
-      const name = query.endpointId !== undefined ? (query.status ? `e:${query.endpointId}|${query.status}` : `e:${query.endpointId}`) : query.status ? `s:${query.status}` : 'all';
+      const plane = query.plane === undefined ? '' : `${query.plane}|`;
+      const name = query.endpointId !== undefined ? (query.status ? `e:${query.endpointId}|${query.status}` : `e:${query.endpointId}`) : query.status ? `${plane}s:${query.status}` : `${plane}all`;
       const idx = indexes.get(name);
       const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-      if (!idx) return { deliveries: [], nextCursor: null };
+      if (!idx || (query.plane !== undefined && query.endpointId !== undefined && endpointPlane.get(query.endpointId) !== query.plane)) return { deliveries: [], nextCursor: null };
       const { items, more } = idx.after(after, query.limit);
       const last = items[items.length - 1];
       return { deliveries: items, nextCursor: more && last ? encodeCursor(last) : null };
@@ -176,6 +187,7 @@ export function createDeliveryStore(deps: { clock: Clock; ids: IdFactory }): Del
           createdAt: now,
           deliveredAt: spec.status === 'delivered' ? now : undefined,
           event: undefined,
+          plane: spec.plane,
         };
         add(d);
         first ??= deliveryId;

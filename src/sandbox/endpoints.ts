@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import { SUBSCRIBABLE_EVENT_TYPES, isSubscribable } from './catalogue.js';
+import { SUBSCRIBABLE_EVENT_TYPES, isSubscribable, type Plane } from './catalogue.js';
 import { SandboxApiError, apiErrors } from './errors.js';
 import { randomToken, type IdFactory } from './ids.js';
 import type { Endpoint, EndpointView, SandboxState } from './state.js';
@@ -12,16 +12,21 @@ export interface EndpointInput {
   active?: unknown;
 }
 
+/**
+ * Endpoints belong to the plane of the key that created them: the other plane's keys
+ * get 404 for them, and they receive only their own plane's events. `plane` undefined
+ * (control routes only) reaches every endpoint.
+ */
 export interface EndpointService {
   /** The only place besides rotateSecret where the secret leaves the sandbox. */
-  create(input: EndpointInput): Promise<EndpointView & { secret: string }>;
-  list(query: { limit: number; cursor?: string | undefined }): { endpoints: EndpointView[]; next_cursor: string | null };
-  get(endpointId: string): Endpoint;
-  update(endpointId: string, input: EndpointInput): Promise<EndpointView>;
-  remove(endpointId: string): void;
-  rotateSecret(endpointId: string): EndpointView & { secret: string };
-  /** Active endpoints that receive this type. */
-  subscribers(type: string): Endpoint[];
+  create(input: EndpointInput, plane: Plane): Promise<EndpointView & { secret: string }>;
+  list(query: { limit: number; cursor?: string | undefined }, plane: Plane): { endpoints: EndpointView[]; next_cursor: string | null };
+  get(endpointId: string, plane?: Plane): Endpoint;
+  update(endpointId: string, input: EndpointInput, plane: Plane): Promise<EndpointView>;
+  remove(endpointId: string, plane: Plane): void;
+  rotateSecret(endpointId: string, plane: Plane): EndpointView & { secret: string };
+  /** Active endpoints of the plane that receive this type. */
+  subscribers(type: string, plane: Plane): Endpoint[];
 }
 
 export function generateSecret(): string {
@@ -31,9 +36,9 @@ export function generateSecret(): string {
 export function createEndpointService(deps: { state: SandboxState; clock: Clock; ids: IdFactory; allowPrivateTargets: boolean; lookup?: LookupAll | undefined }): EndpointService {
   const { state } = deps;
 
-  const get = (id: string): Endpoint => {
+  const get = (id: string, plane?: Plane): Endpoint => {
     const e = state.endpoints.get(id);
-    if (!e) throw apiErrors.notFound('webhook endpoint', id);
+    if (!e || (plane !== undefined && e.plane !== plane)) throw apiErrors.notFound('webhook endpoint', id);
     return e;
   };
 
@@ -61,17 +66,17 @@ export function createEndpointService(deps: { state: SandboxState; clock: Clock;
   };
 
   return {
-    async create(input) {
+    async create(input, plane) {
       const url = await checkUrl(input.url);
       // The spec: an endpoint created without `events` subscribes to nothing.
       const events = input.events === undefined ? [] : checkEvents(input.events);
       const active = input.active === undefined ? true : checkActive(input.active);
-      const e: Endpoint = { endpointId: deps.ids.next('we'), url, events, active, createdAt: deps.clock.now(), secret: generateSecret() };
+      const e: Endpoint = { endpointId: deps.ids.next('we'), url, events, active, createdAt: deps.clock.now(), secret: generateSecret(), plane };
       state.endpoints.set(e.endpointId, e);
       return { ...endpointView(e), secret: e.secret };
     },
-    list({ limit, cursor }) {
-      const all = [...state.endpoints.values()];
+    list({ limit, cursor }, plane) {
+      const all = [...state.endpoints.values()].filter((e) => e.plane === plane);
       let start = 0;
       if (cursor !== undefined) {
         const text = cursor.length <= 400 ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
@@ -87,32 +92,32 @@ export function createEndpointService(deps: { state: SandboxState; clock: Clock;
       return { endpoints: page.map(endpointView), next_cursor: more && last ? Buffer.from(`e1:${last.endpointId}`).toString('base64url') : null };
     },
     get,
-    async update(id, input) {
-      const e = get(id);
+    async update(id, input, plane) {
+      const e = get(id, plane);
       if (input.url === undefined && input.events === undefined && input.active === undefined) throw apiErrors.invalid('body', 'send url and/or events (or active) to change');
       const url = input.url === undefined ? e.url : await checkUrl(input.url);
       const events = input.events === undefined ? e.events : checkEvents(input.events);
       const active = input.active === undefined ? e.active : checkActive(input.active);
       // Checked again: the endpoint may have been deleted while the URL resolved.
-      const current = get(id);
+      const current = get(id, plane);
       current.url = url;
       current.events = events;
       current.active = active;
       return endpointView(current);
     },
-    remove(id) {
-      get(id);
+    remove(id, plane) {
+      get(id, plane);
       state.endpoints.delete(id);
     },
-    rotateSecret(id) {
-      const e = get(id);
+    rotateSecret(id, plane) {
+      const e = get(id, plane);
       // Replaced outright: the spec says the old secret stops working at once.
       e.secret = generateSecret();
       return { ...endpointView(e), secret: e.secret };
     },
-    subscribers(type) {
+    subscribers(type, plane) {
       const out: Endpoint[] = [];
-      for (const e of state.endpoints.values()) if (e.active && e.events.includes(type)) out.push(e);
+      for (const e of state.endpoints.values()) if (e.active && e.plane === plane && e.events.includes(type)) out.push(e);
       return out;
     },
   };

@@ -1,16 +1,20 @@
 import type { Clock } from '../clock.js';
-import type { EventType } from './catalogue.js';
+import type { EventType, Plane } from './catalogue.js';
 import type { IdFactory } from './ids.js';
 import type { SandboxEvent } from './state.js';
 
 export interface EmitOptions {
+  /** Only endpoints of this plane receive the event. */
+  plane: Plane;
   correspondenceId?: string | undefined;
   /** Send only to this endpoint, whatever it subscribes to (webhook.test). */
   endpointId?: string;
+  /** The instant of the change that fires the event (epoch ms), so resource and event agree; default now. */
+  at?: number;
 }
 
 export interface EventLog {
-  emit(type: EventType, data: Record<string, unknown>, options?: EmitOptions): SandboxEvent;
+  emit(type: EventType, data: Record<string, unknown>, options: EmitOptions): SandboxEvent;
   get(eventId: string): SandboxEvent | undefined;
   list(): readonly SandboxEvent[];
   readonly size: number;
@@ -24,11 +28,11 @@ export function createEventLog(deps: { clock: Clock; ids: IdFactory; onEvent: (e
   const events: SandboxEvent[] = [];
   const byId = new Map<string, SandboxEvent>();
   return {
-    emit(type, data, options = {}) {
+    emit(type, data, options) {
       const event_id = deps.ids.next('evt');
-      const at = new Date(deps.clock.now()).toISOString();
+      const at = new Date(options.at ?? deps.clock.now()).toISOString();
       const body = Buffer.from(JSON.stringify({ event_id, type, at, data }), 'utf8');
-      const event: SandboxEvent = { event_id, type, at, data, correspondenceId: options.correspondenceId, body };
+      const event: SandboxEvent = { event_id, type, at, data, correspondenceId: options.correspondenceId, plane: options.plane, body };
       events.push(event);
       byId.set(event_id, event);
       deps.onEvent(event, options);

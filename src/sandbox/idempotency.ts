@@ -10,7 +10,8 @@ export interface StoredResponse {
 export interface IdempotencyStore {
   /**
    * Runs `fn` once per (scope, key); later calls with the same key and the same
-   * request get the stored response. Only successes are stored: a refused request
+   * request (compared as parsed JSON) get the stored response. The caller puts the
+   * plane and the operation in `scope`. Only successes are stored: a refused request
    * can be corrected and retried under the same key.
    */
   run(scope: string, key: string, request: unknown, fn: () => Promise<StoredResponse>): Promise<{ response: StoredResponse; replayed: boolean }>;
@@ -31,6 +32,19 @@ export function validateIdempotencyKey(raw: string | string[] | undefined): stri
   return raw;
 }
 
+/**
+ * JSON text with every object's keys sorted, so two bodies that parse to the same value
+ * (keys in another order, other whitespace) have the same fingerprint. Array order counts.
+ */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
 export function createIdempotencyStore(deps: { clock: Clock; ttlMs?: number; maxEntries?: number }): IdempotencyStore {
   const ttlMs = deps.ttlMs ?? 24 * 3_600_000;
   const maxEntries = deps.maxEntries ?? 50_000;
@@ -49,7 +63,7 @@ export function createIdempotencyStore(deps: { clock: Clock; ttlMs?: number; max
       const now = deps.clock.now();
       evict(now);
       const id = `${scope}\u0000${key}`;
-      const fingerprint = createHash('sha256').update(JSON.stringify(request ?? null)).digest('hex');
+      const fingerprint = createHash('sha256').update(canonicalJson(request ?? null)).digest('hex');
       const existing = entries.get(id);
       if (existing) {
         if (existing.fingerprint !== fingerprint) {

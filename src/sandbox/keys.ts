@@ -55,6 +55,19 @@ export interface KeyStore {
 
 const KEY_BODY = /^[A-Za-z0-9_-]{1,200}$/;
 
+/**
+ * Whether `caller` may list, read, rotate or revoke `target`. The spec: none of the key
+ * operations widens access, and the key sent selects the plane. So a key reaches only keys
+ * of its own plane whose every scope it holds itself: rotating a wider key would hand the
+ * caller a secret with scopes it lacks. `other_plane` is answered 404 (the other plane's
+ * keys do not exist for this caller); a missing scope is answered 403 naming it.
+ */
+export function keyAccess(caller: Caller, target: ApiKeyView): { ok: true } | { ok: false; reason: 'other_plane' } | { ok: false; reason: 'wider'; missingScope: Scope } {
+  if (target.plane !== caller.plane) return { ok: false, reason: 'other_plane' };
+  const missing = target.scopes.find((s) => !caller.scopes.has(s));
+  return missing === undefined ? { ok: true } : { ok: false, reason: 'wider', missingScope: missing };
+}
+
 /** Only the SHA-256 of a key is kept: a heap dump or a debug print shows no usable secret. */
 export function hashKey(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');

@@ -9,6 +9,7 @@ import type { SignedPayloadScheme } from '../signature/index.js';
 import { VERSION } from '../version.js';
 import { createActivity, createTimers } from './activity.js';
 import { createSandboxApp } from './app.js';
+import { createChangeLog } from './change-log.js';
 import { createControl, type SandboxControl } from './control.js';
 import { createCorrespondenceService } from './correspondence.js';
 import { createDeliveryStore } from './deliveries.js';
@@ -134,12 +135,13 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     clock,
     ids,
     onEvent(event, target) {
-      const targets = target.endpointId !== undefined ? [state.endpoints.get(target.endpointId)].filter((e) => e !== undefined) : endpoints.subscribers(event.type);
+      const targets = target.endpointId !== undefined ? [state.endpoints.get(target.endpointId)].filter((e) => e !== undefined) : endpoints.subscribers(event.type, event.plane);
       for (const e of targets) dispatcher.enqueue(deliveries.create({ endpointId: e.endpointId, event }));
     },
   });
   const wallet = createWallet(options.wallet ?? {}, () => events);
-  const correspondence = createCorrespondenceService({ state, events, clock, ids, timers, activity, wallet, queueDelayMs: options.queueDelayMs ?? 250 });
+  const changes = createChangeLog();
+  const correspondence = createCorrespondenceService({ state, events, clock, ids, timers, activity, wallet, changes, queueDelayMs: options.queueDelayMs ?? 250 });
   const triggers = createTriggers({ state, correspondence, endpoints, events, ids, clock });
   const idempotency = createIdempotencyStore({ clock });
   const control = createControl({ state, correspondence, endpoints, events, deliveries, dispatcher, faults, triggers, wallet, activity, ids, clock });
@@ -153,6 +155,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
         state,
         keys,
         correspondence,
+        changes,
         idempotency,
         ids,
         clock,

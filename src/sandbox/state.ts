@@ -9,6 +9,8 @@ export interface SandboxEvent {
   data: Record<string, unknown>;
   /** Not part of the envelope: lets tests and the reconciler tie an event to its file. */
   correspondenceId: string | undefined;
+  /** Not part of the envelope: only endpoints of this plane receive the event. */
+  plane: Plane;
   /** The exact bytes every attempt sends (and signs). */
   body: Buffer;
 }
@@ -20,6 +22,7 @@ export interface Document {
   sizeBytes: number;
   sha256: string;
   createdAt: number;
+  plane: Plane;
 }
 
 export interface Participant {
@@ -51,6 +54,10 @@ export interface Correspondence {
   documentIds: string[];
   status: CorrespondenceStatus;
   createdAt: number;
+  /** The instant of the last state change (epoch ms), the same as that change's events' `at`. */
+  updatedAt: number;
+  /** The file's place in its plane's change order (change-log.ts); 0 until first recorded. */
+  changeSeq: number;
   participants: Participant[];
   sendSummary: SendSummary | null;
   plane: Plane;
@@ -74,6 +81,7 @@ export interface Endpoint {
   active: boolean;
   createdAt: number;
   secret: string;
+  plane: Plane;
 }
 
 export interface Campaign {
@@ -111,6 +119,7 @@ export interface CorrespondenceView {
   document_ids: string[];
   status: CorrespondenceStatus;
   created_at: string;
+  updated_at: string;
   participants: Array<{ participant_id: string; ref: string; state: ParticipantState; last_act: string | null; last_act_at: string | null }>;
   send_summary: SendSummary | null;
 }
@@ -124,6 +133,7 @@ export function correspondenceView(c: Correspondence): CorrespondenceView {
     document_ids: [...c.documentIds],
     status: c.status,
     created_at: new Date(c.createdAt).toISOString(),
+    updated_at: new Date(c.updatedAt).toISOString(),
     participants: c.participants.map((p) => ({ participant_id: p.participantId, ref: p.ref, state: p.state, last_act: p.lastAct, last_act_at: p.lastActAt })),
     send_summary: c.sendSummary ? { ...c.sendSummary } : null,
   };

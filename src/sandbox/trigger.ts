@@ -11,6 +11,8 @@ import type { Correspondence, SandboxEvent, SandboxState } from './state.js';
 export interface TriggerOptions {
   /** participant.acted only: which act (default read). */
   act?: ParticipantAct;
+  /** The plane the changes happen on (default sandbox); wallet.debited is always the live plane's. */
+  plane?: Plane;
 }
 
 export interface Triggers {
@@ -19,8 +21,8 @@ export interface Triggers {
    * state change. `events` is everything the change fired, `fired` the requested ones.
    */
   fire(type: EventType, options?: TriggerOptions): { events: SandboxEvent[]; fired: SandboxEvent[] };
-  /** A webhook.test event to one endpoint, whatever it subscribes to. */
-  test(endpointId: string): SandboxEvent;
+  /** A webhook.test event to one endpoint, whatever it subscribes to; `plane` given, only an endpoint of that plane. */
+  test(endpointId: string, plane?: Plane): SandboxEvent;
 }
 
 const CAMPAIGN_STATUSES = ['scheduled', 'running', 'paused', 'running', 'completed'];
@@ -46,6 +48,7 @@ export function createTriggers(deps: {
     serial++;
     return { addressing: { type: 'nin', nin: `${String(serial).padStart(10, '0')}${lastDigit}` }, display_name: `Synthetic Recipient ${serial}`, ref: `synthetic-${serial}` };
   };
+  let plane: Plane = 'sandbox';
   const send = (type: string, options: { queued?: boolean; plane?: Plane; recipients?: RecipientInput[] } = {}): Correspondence =>
     correspondence.create(
       {
@@ -55,7 +58,7 @@ export function createTriggers(deps: {
         document_ids: [],
         recipients: options.recipients ?? [recipient(0), recipient(0)],
       },
-      { plane: options.plane ?? 'sandbox', queued: options.queued ?? false },
+      { plane: options.plane ?? plane, queued: options.queued ?? false },
     );
   const since = (mark: number): SandboxEvent[] => deps.events.list().slice(mark);
 
@@ -64,7 +67,7 @@ export function createTriggers(deps: {
     const all = [...state.correspondences.values()];
     for (let i = all.length - 1; i >= 0; i--) {
       const c = all[i]!;
-      if (c.status !== 'live' || c.queued) continue;
+      if (c.plane !== plane || c.status !== 'live' || c.queued) continue;
       const p = c.participants.find((x) => x.state === 'delivered');
       if (p) return p.participantId;
     }
@@ -72,13 +75,14 @@ export function createTriggers(deps: {
   };
   const liveCorrespondence = (type: string): string => {
     const all = [...state.correspondences.values()];
-    for (let i = all.length - 1; i >= 0; i--) if (all[i]!.status === 'live') return all[i]!.correspondenceId;
+    for (let i = all.length - 1; i >= 0; i--) if (all[i]!.plane === plane && all[i]!.status === 'live') return all[i]!.correspondenceId;
     return send(type).correspondenceId;
   };
 
   return {
     fire(type, options = {}) {
       const mark = deps.events.size;
+      plane = options.plane ?? 'sandbox';
       switch (type) {
         case 'correspondence.created':
           send(type);
@@ -94,7 +98,7 @@ export function createTriggers(deps: {
           correspondence.act(deliveredParticipant(type), 'submitted');
           break;
         case 'document.attached': {
-          const doc = createDocument(deps, { filename: `attachment-${serial + 1}.txt`, media_type: 'text/plain', content_base64: Buffer.from(`synthetic attachment ${serial + 1}`).toString('base64') });
+          const doc = createDocument(deps, { filename: `attachment-${serial + 1}.txt`, media_type: 'text/plain', content_base64: Buffer.from(`synthetic attachment ${serial + 1}`).toString('base64') }, plane);
           correspondence.attach(liveCorrespondence(type), doc.documentId);
           break;
         }
@@ -120,11 +124,11 @@ export function createTriggers(deps: {
           const campaignId = deps.ids.next('cmp');
           const status = CAMPAIGN_STATUSES[state.campaigns.size % CAMPAIGN_STATUSES.length]!;
           state.campaigns.set(campaignId, { campaignId, status });
-          deps.events.emit('campaign.status_changed', { campaign_id: campaignId, status });
+          deps.events.emit('campaign.status_changed', { campaign_id: campaignId, status }, { plane });
           break;
         }
         case 'webhook.test':
-          for (const e of state.endpoints.values()) if (e.active) this.test(e.endpointId);
+          for (const e of state.endpoints.values()) if (e.active && e.plane === plane) this.test(e.endpointId);
           break;
       }
       const events = since(mark);
@@ -133,9 +137,9 @@ export function createTriggers(deps: {
       const ofType = events.filter((e) => e.type === type);
       return { events, fired: type === 'webhook.test' ? ofType : ofType.slice(-1) };
     },
-    test(endpointId) {
-      deps.endpoints.get(endpointId);
-      return deps.events.emit('webhook.test', { message: `Test event from the postroom sandbox for endpoint ${endpointId}.` }, { endpointId });
+    test(endpointId, onPlane) {
+      const e = deps.endpoints.get(endpointId, onPlane);
+      return deps.events.emit('webhook.test', { message: `Test event from the postroom sandbox for endpoint ${endpointId}.` }, { endpointId, plane: e.plane });
     },
   };
 }

@@ -15,7 +15,8 @@ export interface Wallet {
   readonly pricePerRecipient: number;
   /** Refuses with 402 before anything is created when the balance cannot cover it. */
   ensure(amount: number): void;
-  debit(amount: number, correspondenceId: string): void;
+  /** `at`: the instant of the send that costs it. */
+  debit(amount: number, correspondenceId: string, at: number): void;
   fund(amount: number): number;
 }
 
@@ -38,9 +39,9 @@ export function createWallet(options: WalletOptions, events: () => EventLog): Wa
         });
       }
     },
-    debit(amount, correspondenceId) {
+    debit(amount, correspondenceId, at) {
       balance -= amount;
-      events().emit('wallet.debited', { amount, currency, correspondence_id: correspondenceId, balance }, { correspondenceId });
+      events().emit('wallet.debited', { amount, currency, correspondence_id: correspondenceId, balance }, { correspondenceId, plane: 'live', at });
     },
     fund(amount) {
       balance += amount;

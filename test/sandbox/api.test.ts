@@ -13,6 +13,7 @@ let endpointId: string;
 let correspondenceId: string;
 let documentId: string;
 let keyId: string;
+let rotateKeyId: string;
 
 beforeAll(async () => {
   sb = await sandbox({
@@ -20,7 +21,10 @@ beforeAll(async () => {
       FULL,
       LIVE,
       ...SCOPES.flatMap((s) => [{ key: without(s), scopes: SCOPES.filter((x) => x !== s) }, { key: only(s), scopes: [s] }]),
-      { key: 'svc_sandbox_rotateme', scopes: ['apikeys.read'] },
+      // A key reaches only keys within its own scopes, so each key operation gets a target its one-scope key holds.
+      { key: 'svc_sandbox_readme', scopes: ['apikeys.read'] },
+      { key: 'svc_sandbox_rotateme', scopes: ['apikeys.write'] },
+      { key: 'svc_sandbox_revokeme', scopes: ['apikeys.write'] },
     ],
   });
   const ep = await call(sb.url, 'POST', '/sender/v2/webhook-endpoints', { key: FULL, body: { url: 'http://127.0.0.1:9/none', events: [] } });
@@ -30,7 +34,8 @@ beforeAll(async () => {
   const d = await call(sb.url, 'POST', '/sender/v2/documents', { key: FULL, body: { filename: 'a.txt', media_type: 'text/plain', content_base64: Buffer.from('hello').toString('base64') } });
   documentId = d.body.document_id;
   const keys = await call(sb.url, 'GET', '/sender/v2/api-keys', { key: FULL });
-  keyId = keys.body.api_keys.find((k: { prefix: string }) => k.prefix === 'svc_sandbox_rota').key_id;
+  keyId = keys.body.api_keys.find((k: { prefix: string }) => k.prefix === 'svc_sandbox_read').key_id;
+  rotateKeyId = keys.body.api_keys.find((k: { prefix: string }) => k.prefix === 'svc_sandbox_rota').key_id;
 });
 afterAll(() => sb.close());
 
@@ -70,7 +75,7 @@ describe('every operation and its scope', () => {
     { name: 'run a plan', scope: 'correspondence.write', method: 'POST', path: () => '/sender/v2/plans/plan_monthly/runs', body: () => ({}), ok: 202 },
     { name: 'list API keys', scope: 'apikeys.read', method: 'GET', path: () => '/sender/v2/api-keys', ok: 200 },
     { name: 'read an API key', scope: 'apikeys.read', method: 'GET', path: () => `/sender/v2/api-keys/${keyId}`, ok: 200 },
-    { name: 'rotate an API key', scope: 'apikeys.write', method: 'POST', path: () => `/sender/v2/api-keys/${keyId}/rotate`, body: () => ({ grace_seconds: 3600 }), ok: 200 },
+    { name: 'rotate an API key', scope: 'apikeys.write', method: 'POST', path: () => `/sender/v2/api-keys/${rotateKeyId}/rotate`, body: () => ({ grace_seconds: 3600 }), ok: 200 },
     { name: 'create an endpoint', scope: 'webhooks.write', method: 'POST', path: () => '/sender/v2/webhook-endpoints', body: () => ({ url: 'http://127.0.0.1:9/x', events: ['participant.acted'] }), ok: 201 },
     { name: 'list endpoints', scope: 'webhooks.read', method: 'GET', path: () => '/sender/v2/webhook-endpoints?limit=5', ok: 200 },
     { name: 'read an endpoint', scope: 'webhooks.read', method: 'GET', path: () => `/sender/v2/webhook-endpoints/${endpointId}`, ok: 200 },
@@ -98,7 +103,7 @@ describe('every operation and its scope', () => {
     expect((await call(sb.url, 'DELETE', path, { key: only('webhooks.write') })).status).toBe(204);
     expect((await call(sb.url, 'GET', path, { key: FULL })).status).toBe(404);
 
-    const target = (await call(sb.url, 'GET', '/sender/v2/api-keys', { key: FULL })).body.api_keys.find((k: { prefix: string }) => k.prefix === 'svc_sandbox_only')!;
+    const target = (await call(sb.url, 'GET', '/sender/v2/api-keys', { key: FULL })).body.api_keys.find((k: { prefix: string }) => k.prefix === 'svc_sandbox_revo')!;
     expect((await call(sb.url, 'DELETE', `/sender/v2/api-keys/${target.key_id}`, { key: without('apikeys.write') })).status).toBe(403);
     const revoked = await call(sb.url, 'DELETE', `/sender/v2/api-keys/${target.key_id}`, { key: only('apikeys.write') });
     expect(revoked.body.revoked).toBe(true);

@@ -109,7 +109,7 @@ describe('claim codes', () => {
     expect(claims).toHaveLength(2);
     const claimed = await api('POST', `/sandbox/claims/${claims[0].claim_id}/claim`);
     expect(claimed.body.events.map((e: { type: string }) => e.type)).toEqual(['claim.claimed', 'participant.acted']);
-    expect(sb.control.event(claimed.body.events[0].event_id).data).toEqual({ claim_id: claims[0].claim_id, correspondence_id: c.correspondence_id, participant_id: claims[0].participant_id });
+    expect(sb.control.event(claimed.body.events[0].event_id).data).toEqual({ claim_id: claims[0].claim_id, correspondence_id: c.correspondence_id, participant_id: claims[0].participant_id, ref: expect.any(String) });
     const expired = await api('POST', `/sandbox/claims/${claims[1].claim_id}/expire`);
     expect(expired.body.event.type).toBe('claim.expired');
     expect((await read(c.correspondence_id)).participants.map((p: { state: string }) => p.state)).toEqual(['delivered', 'undeliverable']);
@@ -135,15 +135,16 @@ describe('trigger and the state listings', () => {
 
   it('every event carries the data fields docs/events.md requires', () => {
     const required: Record<string, string[]> = {
-      'correspondence.created': ['correspondence_id', 'kind', 'subject', 'status', 'participants'],
+      // content_type, document_ids and created_at: what a projection needs to build the file from the event alone.
+      'correspondence.created': ['correspondence_id', 'kind', 'subject', 'status', 'participants', 'content_type', 'document_ids', 'created_at'],
       'correspondence.send_completed': ['correspondence_id', 'delivered', 'held', 'undeliverable', 'total'],
       'participant.acted': ['correspondence_id', 'participant_id', 'act', 'ref'],
       'document.attached': ['correspondence_id', 'document_id'],
       'form.response_received': ['correspondence_id', 'participant_id', 'response_id'],
       'correspondence.sealed': ['correspondence_id', 'covenant_id'],
       'correspondence.withdrawn': ['correspondence_id'],
-      'claim.claimed': ['claim_id', 'correspondence_id', 'participant_id'],
-      'claim.expired': ['claim_id', 'correspondence_id', 'participant_id'],
+      'claim.claimed': ['claim_id', 'correspondence_id', 'participant_id', 'ref'],
+      'claim.expired': ['claim_id', 'correspondence_id', 'participant_id', 'ref'],
       'wallet.debited': ['amount', 'currency', 'correspondence_id', 'balance'],
       'campaign.status_changed': ['campaign_id', 'status'],
       'webhook.test': ['message'],
@@ -166,7 +167,7 @@ describe('trigger and the state listings', () => {
     const all = (await api('GET', '/sandbox/correspondence')).body.correspondence;
     expect(all.length).toBe(sb.control.stats().correspondences);
     for (const c of all.slice(0, 10)) expect(await read(c.correspondence_id)).toEqual(c);
-    expect(Object.keys(all[0]).sort()).toEqual(['content_type', 'correspondence_id', 'created_at', 'document_ids', 'kind', 'participants', 'send_summary', 'status', 'subject']);
+    expect(Object.keys(all[0]).sort()).toEqual(['content_type', 'correspondence_id', 'created_at', 'document_ids', 'kind', 'participants', 'send_summary', 'status', 'subject', 'updated_at']);
   });
 
   it('lists every generated event in order, filterable, with details by id', async () => {

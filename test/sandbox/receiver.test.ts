@@ -20,17 +20,28 @@ describe.each<SignedPayloadScheme>(['body', 'timestamp.body'])('the receiver acc
 
   beforeAll(async () => {
     store = await openDefaultTestStore();
-    sb = await sandbox({ signedPayload: scheme, seed: 99, retrySchedule: [0.05, 0.1, 0.2, 0.4], faults: { duplicateRate: 0.2, reorderRate: 0.2, reorderDelayMs: 50, maxDelayMs: 10 } });
+    // Each plane's events go only to that plane's endpoints (wallet.debited is the live plane's), so one endpoint per plane.
+    sb = await sandbox({
+      keys: ['svc_sandbox_receiver', 'svc_live_receiver'],
+      signedPayload: scheme,
+      seed: 99,
+      retrySchedule: [0.05, 0.1, 0.2, 0.4],
+      faults: { duplicateRate: 0.2, reorderRate: 0.2, reorderDelayMs: 50, maxDelayMs: 10 },
+    });
     // The secret is shown once, at create time: register first, start the receiver with it, then point the endpoint at it.
-    const created = await call(sb.url, 'POST', '/sender/v2/webhook-endpoints', { key: sb.apiKey, body: { url: 'http://127.0.0.1:9/pending', events: EVENT_TYPES.filter((t) => t !== 'webhook.test') } });
-    endpointId = created.body.endpoint_id;
+    const created = await Promise.all(
+      sb.apiKeys.map((key) => call(sb.url, 'POST', '/sender/v2/webhook-endpoints', { key, body: { url: 'http://127.0.0.1:9/pending', events: EVENT_TYPES.filter((t) => t !== 'webhook.test') } })),
+    );
+    endpointId = created[0]!.body.endpoint_id;
     receiver = await startServer({
-      config: loadConfig({ PORT: '0', POSTROOM_WEBHOOK_SECRETS: created.body.secret, POSTROOM_SIGNED_PAYLOAD: scheme, NODE_ENV: 'test' }),
+      config: loadConfig({ PORT: '0', POSTROOM_WEBHOOK_SECRETS: created.map((c) => c.body.secret).join(','), POSTROOM_SIGNED_PAYLOAD: scheme, NODE_ENV: 'test' }),
       logger: silentLogger(),
       db: store.db,
     });
-    const patched = await call(sb.url, 'PATCH', `/sender/v2/webhook-endpoints/${endpointId}`, { key: sb.apiKey, body: { url: `${receiver.url}/webhooks` } });
-    expect(patched.status).toBe(200);
+    for (const [i, key] of sb.apiKeys.entries()) {
+      const patched = await call(sb.url, 'PATCH', `/sender/v2/webhook-endpoints/${created[i]!.body.endpoint_id}`, { key, body: { url: `${receiver.url}/webhooks` } });
+      expect(patched.status).toBe(200);
+    }
   });
   afterAll(async () => {
     await sb?.close();

@@ -1,21 +1,23 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { recipientSchema, type RecipientInput } from '../addressing.js';
+import { decodeChangeCursor, encodeChangeCursor, type ChangeLog } from '../change-log.js';
 import type { CorrespondenceService } from '../correspondence.js';
-import { createDocument, documentView } from '../documents.js';
+import { createDocument, documentOn, documentView } from '../documents.js';
 import { apiErrors } from '../errors.js';
 import type { IdempotencyStore } from '../idempotency.js';
 import type { IdFactory } from '../ids.js';
-import type { KeyStore } from '../keys.js';
+import { keyAccess, type ApiKeyView, type Caller, type KeyStore } from '../keys.js';
 import { correspondenceView, type Correspondence, type SandboxState } from '../state.js';
 import type { Clock } from '../../clock.js';
 import { SCOPES } from '../catalogue.js';
-import { operation, parseBody } from './http.js';
+import { operation, parseBody, parseLimit, queryParam } from './http.js';
 
 export interface ApiRouteDeps {
   state: SandboxState;
   keys: KeyStore;
   correspondence: CorrespondenceService;
+  changes: ChangeLog;
   idempotency: IdempotencyStore;
   ids: IdFactory;
   clock: Clock;
@@ -53,6 +55,20 @@ const rotateKeySchema = z.object({
 });
 
 const PLAN_ID = /^[A-Za-z0-9_.-]{1,100}$/;
+export const LISTING_LIMITS = { default: 50, max: 200 } as const;
+const ISO_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/i;
+
+/** An ISO 8601 date-time with a zone, as epoch ms; a date that does not exist (2026-02-31) is refused, not rolled over. */
+function parseTimestamp(name: string, raw: string): number {
+  const m = ISO_TIMESTAMP.exec(raw);
+  const ms = m ? Date.parse(raw) : NaN;
+  const [, y, mo, d, h, mi, s] = m ?? [];
+  const daysInMonth = new Date(Date.UTC(Number(y), Number(mo), 0)).getUTCDate();
+  if (Number.isNaN(ms) || Number(mo) < 1 || Number(mo) > 12 || Number(d) < 1 || Number(d) > daysInMonth || Number(h) > 23 || Number(mi) > 59 || Number(s ?? 0) > 59) {
+    throw apiErrors.invalid(name, 'expected an ISO 8601 timestamp with a zone, such as 2026-03-01T09:00:00Z');
+  }
+  return ms;
+}
 const SEND_MODE_HEADER = 'x-sandbox-send-mode';
 
 function createdBody(c: Correspondence): Record<string, unknown> {
@@ -100,9 +116,9 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
     '/documents',
     operation(
       'documents.write',
-      (req) => {
+      (req, caller) => {
         const body = parseBody(documentSchema, req.body);
-        const doc = createDocument(deps, body);
+        const doc = createDocument(deps, body, caller.plane);
         return { status: 201, body: { document_id: doc.documentId, filename: doc.filename, size_bytes: doc.sizeBytes } };
       },
       idem,
@@ -110,8 +126,8 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
   );
   r.get(
     '/documents/:document_id',
-    operation('documents.read', (req) => {
-      const doc = deps.state.documents.get(String(req.params.document_id));
+    operation('documents.read', (req, caller) => {
+      const doc = documentOn(deps.state, String(req.params.document_id), caller.plane);
       if (!doc) throw apiErrors.notFound('document', String(req.params.document_id));
       return { status: 200, body: documentView(doc) };
     }),
@@ -130,9 +146,28 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
       idem,
     ),
   );
+  // The reconciler's listing. The spec names correspondence.read operations but shows none: this shape
+  // is the sandbox's assumption (docs/sandbox.md). Ascending by each plane's change sequence; a change
+  // moves the file to the end, so a walk resuming from its cursor has no holes and no repeats.
+  r.get(
+    '/correspondence',
+    operation('correspondence.read', (req, caller) => {
+      const limit = parseLimit(req, LISTING_LIMITS);
+      const since = queryParam(req, 'updated_since');
+      const cursor = queryParam(req, 'cursor');
+      const updatedSince = since === undefined ? undefined : parseTimestamp('updated_since', since);
+      const afterSeq = cursor === undefined ? 0 : decodeChangeCursor(cursor, caller.plane);
+      const { items, more } = deps.changes.page(caller.plane, { afterSeq, updatedSince, limit });
+      const last = items[items.length - 1];
+      return {
+        status: 200,
+        body: { correspondence: items.map(correspondenceView), next_cursor: more && last ? encodeChangeCursor(caller.plane, last.changeSeq) : null },
+      };
+    }),
+  );
   r.get(
     '/correspondence/:correspondence_id',
-    operation('correspondence.read', (req) => ({ status: 200, body: correspondenceView(deps.correspondence.get(String(req.params.correspondence_id))) })),
+    operation('correspondence.read', (req, caller) => ({ status: 200, body: correspondenceView(deps.correspondence.getOn(String(req.params.correspondence_id), caller.plane)) })),
   );
 
   r.post(
@@ -161,23 +196,33 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
     ),
   );
 
-  r.get('/api-keys', operation('apikeys.read', () => ({ status: 200, body: { api_keys: deps.keys.list(), next_cursor: null } })));
+  /** The key, if the caller may reach it: 404 for unknown ids and keys of the other plane, 403 for wider ones. */
+  const reachableKey = (caller: Caller, keyId: string): ApiKeyView => {
+    const k = deps.keys.get(keyId);
+    const access = k ? keyAccess(caller, k) : undefined;
+    if (!k || !access || (!access.ok && access.reason === 'other_plane')) throw apiErrors.notFound('API key', keyId);
+    if (!access.ok && access.reason === 'wider') throw apiErrors.widerKey(access.missingScope);
+    return k;
+  };
+
+  r.get(
+    '/api-keys',
+    operation('apikeys.read', (_req, caller) => ({ status: 200, body: { api_keys: deps.keys.list().filter((k) => keyAccess(caller, k).ok), next_cursor: null } })),
+  );
   r.get(
     '/api-keys/:key_id',
-    operation('apikeys.read', (req) => {
-      const k = deps.keys.get(String(req.params.key_id));
-      if (!k) throw apiErrors.notFound('API key', String(req.params.key_id));
-      return { status: 200, body: k };
-    }),
+    operation('apikeys.read', (req, caller) => ({ status: 200, body: reachableKey(caller, String(req.params.key_id)) })),
   );
   r.post(
     '/api-keys/:key_id/rotate',
     operation(
       'apikeys.write',
-      (req) => {
+      (req, caller) => {
         const { grace_seconds } = parseBody(rotateKeySchema, req.body);
-        const rotated = deps.keys.rotate(String(req.params.key_id), grace_seconds);
-        if (!rotated) throw apiErrors.notFound('API key', String(req.params.key_id));
+        const keyId = String(req.params.key_id);
+        reachableKey(caller, keyId);
+        const rotated = deps.keys.rotate(keyId, grace_seconds);
+        if (!rotated) throw apiErrors.notFound('API key', keyId);
         return { status: 200, body: { ...rotated.view, secret: rotated.secret, previous_secret_expires_at: rotated.previousExpiresAt } };
       },
       idem,
@@ -185,10 +230,10 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
   );
   r.delete(
     '/api-keys/:key_id',
-    operation('apikeys.write', (req) => {
-      const k = deps.keys.revoke(String(req.params.key_id));
-      if (!k) throw apiErrors.notFound('API key', String(req.params.key_id));
-      return { status: 200, body: k };
+    operation('apikeys.write', (req, caller) => {
+      const keyId = String(req.params.key_id);
+      reachableKey(caller, keyId);
+      return { status: 200, body: deps.keys.revoke(keyId)! };
     }),
   );
   return r;

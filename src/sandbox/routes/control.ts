@@ -1,4 +1,6 @@
-import { Router } from 'express';
+import { Router, type Response } from 'express';
+import type { Plane } from '../catalogue.js';
+import type { Caller } from '../keys.js';
 import { z } from 'zod';
 import { addressingSchema } from '../addressing.js';
 import { DELIVERY_STATUSES, EVENT_TYPES, PARTICIPANT_ACTS } from '../catalogue.js';
@@ -93,17 +95,19 @@ export function createControlRouter(control: SandboxControl): Router {
   });
   r.post('/claims/:claim_id/claim', (req, res) => reply(res, { status: 200, body: { events: control.claim(id(req.params.claim_id)) } }));
   r.post('/claims/:claim_id/expire', (req, res) => reply(res, { status: 200, body: { event: control.expireClaim(id(req.params.claim_id)) } }));
+  // What the control routes create belongs to the plane of the key that asks.
+  const plane = (res: Response): Plane => (res.locals.caller as Caller).plane;
   r.post('/campaigns/status', (req, res) => {
     const b = parseBody(schemas.campaign, req.body);
-    reply(res, { status: 200, body: { event: control.campaignStatus({ status: b.status, ...(b.campaign_id ? { campaignId: b.campaign_id } : {}) }) } });
+    reply(res, { status: 200, body: { event: control.campaignStatus({ status: b.status, plane: plane(res), ...(b.campaign_id ? { campaignId: b.campaign_id } : {}) }) } });
   });
   r.post('/trigger', (req, res) => {
     const b = parseBody(schemas.trigger, req.body);
-    reply(res, { status: 200, body: control.trigger(b.type, { count: b.count, ...(b.act ? { act: b.act } : {}) }) });
+    reply(res, { status: 200, body: control.trigger(b.type, { count: b.count, plane: plane(res), ...(b.act ? { act: b.act } : {}) }) });
   });
   r.post('/endpoints', async (req, res) => {
     const b = parseBody(schemas.endpoint, req.body);
-    reply(res, { status: 201, body: await control.registerEndpoint({ url: b.url, ...(b.events ? { events: b.events } : {}) }) });
+    reply(res, { status: 201, body: await control.registerEndpoint({ url: b.url, plane: plane(res), ...(b.events ? { events: b.events } : {}) }) });
   });
 
   r.get('/faults', (_req, res) => reply(res, { status: 200, body: faultsView(control.faults()) }));

@@ -1,4 +1,4 @@
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { z } from 'zod';
 import { isPostroomError } from '../../errors.js';
 import type { Logger } from '../../logging/logger.js';
@@ -67,19 +67,23 @@ export function authenticate(keys: KeyStore): RequestHandler {
 }
 
 /**
- * One API operation: scope check (403 naming the scope), then the handler, through
- * the idempotency store when the request carries an Idempotency-Key.
+ * One API operation: scope check (403 naming the scope), then the body's own errors
+ * (invalid JSON, not JSON), then the handler, through the idempotency store when the
+ * request carries an Idempotency-Key.
  */
 export function operation(scope: Scope | null, handler: Operation, options: { idempotency?: IdempotencyStore } = {}): RequestHandler {
   return async (req, res) => {
     const caller = res.locals.caller as Caller;
     if (scope && !caller.scopes.has(scope)) throw apiErrors.insufficientScope(scope);
+    if (res.locals.bodyError !== undefined) throw res.locals.bodyError;
     const key = options.idempotency ? validateIdempotencyKey(req.headers['idempotency-key']) : undefined;
     if (!options.idempotency || key === undefined) {
       reply(res, await handler(req, caller));
       return;
     }
-    const { response, replayed } = await options.idempotency.run(`${req.method} ${req.baseUrl}${req.path}`, key, req.body ?? null, async () => {
+    // Keys are scoped per organisation (the sandbox has one), plane and operation: the same key sent
+    // with a sandbox key and then a live one is two requests, and the live one must debit the wallet.
+    const { response, replayed } = await options.idempotency.run(`${caller.plane} ${req.method} ${req.baseUrl}${req.path}`, key, req.body ?? null, async () => {
       const r = await handler(req, caller);
       return { status: r.status, body: r.body };
     });
@@ -87,6 +91,35 @@ export function operation(scope: Scope | null, handler: Operation, options: { id
     reply(res, response);
   };
 }
+
+/**
+ * Parses a JSON body but keeps its errors (invalid JSON, not JSON, too large) in
+ * `res.locals.bodyError` instead of answering: the key is checked first (401 whatever
+ * the body), then the scope (403), and only then is the body's error the answer.
+ * `operation()` and `bodyErrors` raise it at that point.
+ */
+export function deferredJsonBody(maxBodyBytes: number): RequestHandler {
+  const json = express.json({ limit: maxBodyBytes, type: ['application/json', 'application/*+json'] });
+  return (req, res, next) => {
+    void json(req, res, (err?: unknown) => {
+      if (err !== undefined && err !== null) res.locals.bodyError = err;
+      else {
+        try {
+          requireJsonBody(req, res, () => undefined);
+        } catch (e) {
+          res.locals.bodyError = e;
+        }
+      }
+      next();
+    });
+  };
+}
+
+/** For routes without a scope (the control routes): the body's error, once the key was accepted. */
+export const bodyErrors: RequestHandler = (_req, res, next) => {
+  if (res.locals.bodyError !== undefined) throw res.locals.bodyError;
+  next();
+};
 
 /** A write with a body must say it is JSON; express.json leaves anything else unparsed. */
 export const requireJsonBody: RequestHandler = (req, _res, next) => {

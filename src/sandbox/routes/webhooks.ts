@@ -16,34 +16,38 @@ export function createWebhooksRouter(deps: { endpoints: EndpointService; deliver
   const idem = { idempotency: deps.idempotency };
   const body = (raw: unknown): Record<string, unknown> => (raw ?? {}) as Record<string, unknown>;
 
-  r.post('/webhook-endpoints', operation('webhooks.write', async (req) => ({ status: 201, body: await deps.endpoints.create(body(req.body)) }), idem));
+  // Every operation acts within the caller's plane: the other plane's endpoints and deliveries are 404.
+  r.post('/webhook-endpoints', operation('webhooks.write', async (req, caller) => ({ status: 201, body: await deps.endpoints.create(body(req.body), caller.plane) }), idem));
   r.get(
     '/webhook-endpoints',
-    operation('webhooks.read', (req) => ({ status: 200, body: deps.endpoints.list({ limit: parseLimit(req, PAGE_LIMITS), cursor: queryParam(req, 'cursor') }) })),
+    operation('webhooks.read', (req, caller) => ({ status: 200, body: deps.endpoints.list({ limit: parseLimit(req, PAGE_LIMITS), cursor: queryParam(req, 'cursor') }, caller.plane) })),
   );
   r.get(
     '/webhook-endpoints/:endpoint_id',
-    operation('webhooks.read', (req) => ({ status: 200, body: endpointView(deps.endpoints.get(String(req.params.endpoint_id))) })),
+    operation('webhooks.read', (req, caller) => ({ status: 200, body: endpointView(deps.endpoints.get(String(req.params.endpoint_id), caller.plane)) })),
   );
-  r.patch('/webhook-endpoints/:endpoint_id', operation('webhooks.write', async (req) => ({ status: 200, body: await deps.endpoints.update(String(req.params.endpoint_id), body(req.body)) })));
+  r.patch(
+    '/webhook-endpoints/:endpoint_id',
+    operation('webhooks.write', async (req, caller) => ({ status: 200, body: await deps.endpoints.update(String(req.params.endpoint_id), body(req.body), caller.plane) })),
+  );
   r.delete(
     '/webhook-endpoints/:endpoint_id',
-    operation('webhooks.write', (req) => {
-      deps.endpoints.remove(String(req.params.endpoint_id));
+    operation('webhooks.write', (req, caller) => {
+      deps.endpoints.remove(String(req.params.endpoint_id), caller.plane);
       return { status: 204 };
     }),
   );
   r.post(
     '/webhook-endpoints/:endpoint_id/rotate-secret',
-    operation('webhooks.write', (req) => ({ status: 200, body: deps.endpoints.rotateSecret(String(req.params.endpoint_id)) }), idem),
+    operation('webhooks.write', (req, caller) => ({ status: 200, body: deps.endpoints.rotateSecret(String(req.params.endpoint_id), caller.plane) }), idem),
   );
   r.post(
     '/webhook-endpoints/:endpoint_id/test',
     operation(
       'webhooks.write',
-      (req) => {
+      (req, caller) => {
         const endpointId = String(req.params.endpoint_id);
-        const event = deps.triggers.test(endpointId);
+        const event = deps.triggers.test(endpointId, caller.plane);
         const d = deps.deliveries.latestFor(endpointId);
         return { status: 202, body: { endpoint_id: endpointId, event_id: event.event_id, event_type: event.type, delivery_id: d?.eventId === event.event_id ? d.deliveryId : null } };
       },
@@ -53,21 +57,21 @@ export function createWebhooksRouter(deps: { endpoints: EndpointService; deliver
 
   r.get(
     '/webhook-deliveries',
-    operation('webhooks.read', (req) => {
+    operation('webhooks.read', (req, caller) => {
       const limit = parseLimit(req, PAGE_LIMITS);
       const status = queryParam(req, 'status');
       if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status)) throw apiErrors.invalid('status', `expected one of ${DELIVERY_STATUSES.join(', ')}`);
       const endpointId = queryParam(req, 'endpoint_id');
       if (endpointId !== undefined && (endpointId === '' || endpointId.length > 128)) throw apiErrors.invalid('endpoint_id', 'expected an endpoint id');
-      const page = deps.deliveries.page({ limit, status: status as DeliveryStatus | undefined, endpointId, cursor: queryParam(req, 'cursor') });
+      const page = deps.deliveries.page({ limit, status: status as DeliveryStatus | undefined, endpointId, cursor: queryParam(req, 'cursor'), plane: caller.plane });
       return { status: 200, body: { deliveries: page.deliveries.map(toRecord), next_cursor: page.nextCursor } };
     }),
   );
   r.get(
     '/webhook-deliveries/:delivery_id',
-    operation('webhooks.read', (req) => {
+    operation('webhooks.read', (req, caller) => {
       const d = deps.deliveries.get(String(req.params.delivery_id));
-      if (!d) throw apiErrors.notFound('webhook delivery', String(req.params.delivery_id));
+      if (!d || d.plane !== caller.plane) throw apiErrors.notFound('webhook delivery', String(req.params.delivery_id));
       return { status: 200, body: toRecord(d) };
     }),
   );
