@@ -50,8 +50,10 @@ CREATE TABLE reconcile_explanations (
   participant_id     text,
   window_from        timestamptz NOT NULL,
   window_to          timestamptz NOT NULL,
-  -- Where in the window the event most likely was: the gap nearest to it is matched first.
+  -- Where in the window the event most likely was; `exact` when it is the change's own instant
+  -- (a creation, an act), so a delivery made at that instant is that very event.
   anchor             timestamptz NOT NULL,
+  exact              boolean NOT NULL,
   outcome            text NOT NULL,
   single             boolean NOT NULL,
   synthetic_event_id text,

@@ -5,9 +5,9 @@ import type { Explanation } from './synthetic.js';
 export async function insertExplanations(q: Queryable, list: readonly Explanation[], runId: number | null): Promise<number> {
   if (list.length === 0) return 0;
   const res = await q.query(
-    `INSERT INTO reconcile_explanations (explanation_id, correspondence_id, event_type, participant_id, window_from, window_to, anchor, outcome, single, synthetic_event_id, detail, run_id)
-     SELECT e.*, $12::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $11::timestamptz[], $7::text[], $8::bool[], $9::text[], $10::text[])
-       AS e(explanation_id, correspondence_id, event_type, participant_id, window_from, window_to, anchor, outcome, single, synthetic_event_id, detail)
+    `INSERT INTO reconcile_explanations (explanation_id, correspondence_id, event_type, participant_id, window_from, window_to, anchor, exact, outcome, single, synthetic_event_id, detail, run_id)
+     SELECT e.*, $12::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $11::timestamptz[], $13::bool[], $7::text[], $8::bool[], $9::text[], $10::text[])
+       AS e(explanation_id, correspondence_id, event_type, participant_id, window_from, window_to, anchor, exact, outcome, single, synthetic_event_id, detail)
      ON CONFLICT (explanation_id) DO NOTHING`,
     [
       list.map((e) => e.explanation_id),
@@ -22,6 +22,7 @@ export async function insertExplanations(q: Queryable, list: readonly Explanatio
       list.map((e) => e.detail),
       list.map((e) => e.anchor),
       runId,
+      list.map((e) => e.exact),
     ],
   );
   return res.rowCount;
@@ -35,6 +36,7 @@ export interface StoredExplanation {
   window_from: Date;
   window_to: Date;
   anchor: Date;
+  exact: boolean;
   outcome: 'recovered' | 'state_synced';
   single: boolean;
   synthetic_event_id: string | null;
@@ -45,7 +47,7 @@ export interface StoredExplanation {
 export async function availableExplanations(q: Queryable, correspondenceIds: readonly string[]): Promise<StoredExplanation[]> {
   if (correspondenceIds.length === 0) return [];
   const res = await q.query<StoredExplanation>(
-    `SELECT explanation_id, correspondence_id, event_type, participant_id, window_from, window_to, anchor, outcome, single, synthetic_event_id, detail
+    `SELECT explanation_id, correspondence_id, event_type, participant_id, window_from, window_to, anchor, exact, outcome, single, synthetic_event_id, detail
      FROM reconcile_explanations
      WHERE correspondence_id = ANY($1::text[]) AND (NOT single OR used_by_gap IS NULL)`,
     [correspondenceIds],

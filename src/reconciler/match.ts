@@ -17,6 +17,9 @@ export interface ExplanationToMatch {
   window_to: Date;
   anchor: Date;
   single: boolean;
+  /** The anchor is the change's own instant. */
+  exact: boolean;
+  outcome: 'recovered' | 'state_synced';
 }
 
 export interface GapMatch<E extends ExplanationToMatch> {
@@ -39,11 +42,13 @@ const EXACT_MS = 1000;
  * explanation of its own type whose window holds its delivery time (and of its
  * own correspondence when the delivery named one); an explanation for a single
  * event (a created file, an act, a seal) accounts for one gap only.
- *  1. Deliveries within a second of an explanation's anchor (the act's or the
- *     creation's own time) take it, nearest first.
+ *  1. Deliveries within a second of an exact instant an explanation stands for
+ *     (an act's or a creation's own time) take it, nearest first.
  *  2. The rest go in delivery order, each to the fitting explanation whose window
- *     closes first: for intervals and points this gives the most pairs, so no gap
- *     stays open because another took the only explanation it fitted.
+ *     closes first (for intervals and points this gives the most pairs, so no gap
+ *     stays open because another took the only explanation it fitted): first to
+ *     differences the re-read found (recovered), then to facts only a snapshot
+ *     carried (state_synced).
  *  3. Gaps still left may fall to explanations for any number of events
  *     (acts superseded by a later one), narrowest window first.
  * What is not matched stays open. Deterministic: the same inputs give the same pairs.
@@ -61,9 +66,11 @@ export function matchGaps<E extends ExplanationToMatch>(gaps: readonly GapToMatc
     out.push({ gap: g, explanation: e });
   };
 
+  // Only an explanation of an exact instant (its window opens at its anchor: a creation, an act) can be matched by time alone.
+  const precise = singles.filter((e) => e.exact);
   const exact: Array<{ g: GapToMatch; e: E; d: number }> = [];
   for (const g of timed) {
-    for (const e of singles) {
+    for (const e of precise) {
       const d = Math.abs(time(g) - e.anchor.getTime());
       if (d <= EXACT_MS && fits(g, e)) exact.push({ g, e, d });
     }
@@ -71,14 +78,19 @@ export function matchGaps<E extends ExplanationToMatch>(gaps: readonly GapToMatc
   exact.sort((a, b) => a.d - b.d || a.g.gap_id - b.g.gap_id || (a.e.explanation_id < b.e.explanation_id ? -1 : 1));
   for (const { g, e } of exact) if (!takenGaps.has(g.gap_id) && !usedSingles.has(e.explanation_id)) take(g, e);
 
-  for (const g of timed) {
-    if (takenGaps.has(g.gap_id)) continue;
-    let best: E | undefined;
-    for (const e of singles) {
-      if (usedSingles.has(e.explanation_id) || !fits(g, e)) continue;
-      if (!best || e.window_to.getTime() < best.window_to.getTime() || (e.window_to.getTime() === best.window_to.getTime() && e.explanation_id < best.explanation_id)) best = e;
+  // Changes the read model lacked (recovered) before changes only a snapshot carried (state_synced): a gap is
+  // more likely the event behind a difference found than one behind a fact that may have come another way.
+  for (const outcome of ['recovered', 'state_synced'] as const) {
+    const pool = singles.filter((e) => e.outcome === outcome);
+    for (const g of timed) {
+      if (takenGaps.has(g.gap_id)) continue;
+      let best: E | undefined;
+      for (const e of pool) {
+        if (usedSingles.has(e.explanation_id) || !fits(g, e)) continue;
+        if (!best || e.window_to.getTime() < best.window_to.getTime() || (e.window_to.getTime() === best.window_to.getTime() && e.explanation_id < best.explanation_id)) best = e;
+      }
+      if (best) take(g, best);
     }
-    if (best) take(g, best);
   }
 
   const width = (e: ExplanationToMatch): number => e.window_to.getTime() - e.window_from.getTime();

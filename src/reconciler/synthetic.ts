@@ -31,8 +31,10 @@ export interface Explanation {
   participant_id: string | null;
   window_from: Date;
   window_to: Date;
-  /** Where in the window the event most likely was: gaps nearest to it are matched first. */
+  /** Where in the window the event most likely was. */
   anchor: Date;
+  /** The anchor is the change's own instant (a creation, an act): a delivery made then is that very event. */
+  exact: boolean;
   outcome: 'recovered' | 'state_synced';
   /** Accounts for one missed event (true) or any number (an intermediate act). */
   single: boolean;
@@ -103,6 +105,22 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
     return eventId;
   };
 
+  const claimExplanation = (type: 'claim.claimed' | 'claim.expired', participantId: string | null, syntheticId: string | null, nth = 0): void => {
+    const who = participantId ? `participant ${participantId}` : `a participant (${nth + 1} beyond the send's counts)`;
+    const became = type === 'claim.claimed' ? 'delivered (a redeemed claim code delivers)' : 'undeliverable (a lapsed claim code makes it so)';
+    explain({
+      event_type: type,
+      participant_id: participantId,
+      window_from: earliest,
+      window_to: latest,
+      anchor: new Date(updated),
+      exact: false,
+      outcome: 'state_synced',
+      single: true,
+      synthetic_event_id: syntheticId,
+      detail: `${who} went from held to ${became}; the claim event itself cannot be reproduced`,
+    });
+  };
   const mine = new Map((projected?.participants ?? []).map((p) => [p.participant_id, p]));
   const participants = service.participants ?? [];
   const documents = [...new Set(service.document_ids ?? [])].sort();
@@ -156,6 +174,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
       window_from: created === null ? earliest : new Date(created),
       window_to: created === null ? latest : new Date(created + toleranceMs),
       anchor: new Date(created ?? updated),
+      exact: created !== null,
       outcome: 'recovered',
       single: true,
       synthetic_event_id: snapshotId,
@@ -179,6 +198,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
         window_from: new Date(lastActAt),
         window_to: new Date(lastActAt + toleranceMs),
         anchor: new Date(lastActAt),
+        exact: true,
         outcome: 'recovered',
         single: true,
         synthetic_event_id: actedId,
@@ -193,6 +213,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
           window_from: new Date(from),
           window_to: new Date(lastActAt - 1),
           anchor: new Date(lastActAt - 1),
+          exact: false,
           outcome: 'state_synced',
           single: false,
           synthetic_event_id: actedId,
@@ -207,6 +228,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
         window_from: earliest,
         window_to: latest,
         anchor: new Date(updated),
+        exact: false,
         outcome: 'recovered',
         single: true,
         synthetic_event_id: actedId,
@@ -222,6 +244,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
           window_from: new Date(created),
           window_to: new Date(lastActAt - 1),
           anchor: new Date(lastActAt - 1),
+          exact: false,
           outcome: 'state_synced',
           single: false,
           synthetic_event_id: actedId,
@@ -230,32 +253,20 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
         standing,
       );
     }
-    if (becameDelivered) {
-      explain({
-        event_type: 'claim.claimed',
-        participant_id: p.participant_id,
-        window_from: earliest,
-        window_to: latest,
-        anchor: new Date(updated),
-        outcome: 'state_synced',
-        single: true,
-        synthetic_event_id: actedId,
-        detail: `participant ${p.participant_id} is delivered (a redeemed claim code delivers); the claim event itself cannot be reproduced`,
-      });
-    }
-    if (p.state === 'undeliverable' && (!m || m.state !== 'undeliverable')) {
-      explain({
-        event_type: 'claim.expired',
-        participant_id: p.participant_id,
-        window_from: earliest,
-        window_to: latest,
-        anchor: new Date(updated),
-        outcome: 'state_synced',
-        single: true,
-        synthetic_event_id: snapshotId,
-        detail: `participant ${p.participant_id} is undeliverable (a lapsed claim code makes it so); the claim event itself cannot be reproduced`,
-      });
-    }
+    // A claim code keeps its participant held until it is redeemed (delivered) or lapses (undeliverable):
+    // a participant the read model had as held can have changed through a claim. (Files with a send
+    // summary are counted below: the read model never saw their participants held.)
+    const wasHeld = m?.state === 'held';
+    if (!service.send_summary && becameDelivered && wasHeld) claimExplanation('claim.claimed', p.participant_id, actedId);
+    if (!service.send_summary && p.state === 'undeliverable' && wasHeld) claimExplanation('claim.expired', p.participant_id, snapshotId);
+  }
+  // A queued send's summary freezes the counts when it drained; participants delivered or undeliverable beyond
+  // those counts changed afterwards, which for held participants is a claim redeemed or lapsed.
+  if (service.send_summary) {
+    const newly = (state: string): number => participants.filter((p) => p.state === state && mine.get(p.participant_id)?.state !== state).length;
+    const since = (state: 'delivered' | 'undeliverable'): number => participants.filter((p) => p.state === state).length - service.send_summary![state];
+    for (let i = 0; i < Math.min(newly('delivered'), since('delivered')); i++) claimExplanation('claim.claimed', null, snapshotId, i);
+    for (let i = 0; i < Math.min(newly('undeliverable'), since('undeliverable')); i++) claimExplanation('claim.expired', null, snapshotId, i);
   }
 
   if (statusRank(service.status) === 2 && (projected === undefined || projected.status === null || statusRank(projected.status) < 2)) {
@@ -267,6 +278,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
       window_from: earliest,
       window_to: latest,
       anchor: new Date(updated),
+      exact: false,
       outcome: 'recovered',
       single: true,
       synthetic_event_id: eventId,
@@ -285,6 +297,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
       window_from: earliest,
       window_to: latest,
       anchor: new Date(updated),
+      exact: false,
       outcome: 'recovered',
       single: true,
       synthetic_event_id: eventId,
@@ -302,6 +315,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
         window_from: earliest,
         window_to: latest,
         anchor: new Date(updated),
+        exact: false,
         outcome: 'recovered',
         single: true,
         synthetic_event_id: eventId,
@@ -315,6 +329,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
         window_from: earliest,
         window_to: latest,
         anchor: new Date(updated),
+        exact: false,
         outcome: 'state_synced',
         single: true,
         synthetic_event_id: snapshotId,

@@ -4,7 +4,10 @@ import { matchGaps, type ExplanationToMatch, type GapToMatch } from '../../src/r
 
 const t = (s: number): Date => new Date(Date.UTC(2026, 10, 23, 12, 0, s));
 const gap = (gap_id: number, event_type: string, at: number | null, correspondence_id: string | null = null): GapToMatch => ({ gap_id, event_type, delivery_created_at: at === null ? null : t(at), correspondence_id });
-const expl = (id: string, cid: string, event_type: string, from: number, to: number, anchor: number, single = true): ExplanationToMatch => ({
+const expl = (id: string, cid: string, event_type: string, from: number, to: number, anchor: number, single = true, outcome: 'recovered' | 'state_synced' = 'recovered'): ExplanationToMatch => ({
+  outcome,
+  // Narrow windows opening at their anchor stand for an instant (an act, a creation).
+  exact: single && outcome === 'recovered' && anchor === from,
   explanation_id: id,
   correspondence_id: cid,
   event_type,
@@ -23,9 +26,33 @@ describe('matchGaps', () => {
     expect(matchGaps([gap(1, 'participant.acted', 10, 'cor_b')], [expl('a', 'cor_a', 'participant.acted', 0, 20, 10)])).toEqual([]);
   });
 
-  it('gives each single explanation to one gap: the delivery at its very time first', () => {
-    const pairs = matchGaps([gap(1, 'participant.acted', 5), gap(2, 'participant.acted', 10)], [expl('a', 'cor_a', 'participant.acted', 0, 20, 10)]);
+  it('gives each single explanation to one gap', () => {
+    const pairs = matchGaps([gap(1, 'participant.acted', 12), gap(2, 'participant.acted', 10)], [expl('a', 'cor_a', 'participant.acted', 10, 20, 10)]);
     expect(pairs.map((p) => [p.gap.gap_id, p.explanation.explanation_id])).toEqual([[2, 'a']]);
+  });
+
+  it('pairs a delivery at the very instant of an act or a creation with that change first', () => {
+    // The act at 10 could also fall in file b's broad window, which closes sooner; the gap at 10 is the act's all the same.
+    const pairs = matchGaps(
+      [gap(1, 'participant.acted', 10), gap(2, 'participant.acted', 20)],
+      [expl('act', 'cor_a', 'participant.acted', 10, 59, 10), expl('broad', 'cor_b', 'participant.acted', 0, 30, 30)],
+    );
+    expect(pairs.map((p) => [p.gap.gap_id, p.explanation.explanation_id]).sort()).toEqual([
+      [1, 'act'],
+      [2, 'broad'],
+    ]);
+  });
+
+  it('does not treat the end of a broad window as an exact time', () => {
+    // cor_a's summary changed some time before its last change at 59; a gap near 59 is not its instant.
+    const pairs = matchGaps(
+      [gap(1, 'correspondence.send_completed', 10), gap(2, 'correspondence.send_completed', 58)],
+      [expl('a', 'cor_a', 'correspondence.send_completed', 5, 59, 59), expl('b', 'cor_b', 'correspondence.send_completed', 0, 30, 30)],
+    );
+    expect(pairs.map((p) => [p.gap.gap_id, p.explanation.explanation_id]).sort()).toEqual([
+      [1, 'b'],
+      [2, 'a'],
+    ]);
   });
 
   it('matches as many gaps as the windows allow (a greedy choice must not strand a gap)', () => {
@@ -38,6 +65,14 @@ describe('matchGaps', () => {
       [1, 'early'],
       [2, 'late'],
     ]);
+  });
+
+  it('prefers a difference the re-read found to a fact only a snapshot carried', () => {
+    const pairs = matchGaps(
+      [gap(1, 'document.attached', 20)],
+      [expl('snapshot-carried', 'cor_b', 'document.attached', 5, 30, 30, true, 'state_synced'), expl('found', 'cor_a', 'document.attached', 0, 50, 50)],
+    );
+    expect(pairs.map((p) => p.explanation.explanation_id)).toEqual(['found']);
   });
 
   it('lets leftover gaps fall to an explanation for any number of events (acts superseded by a later one)', () => {
@@ -59,11 +94,11 @@ describe('matchGaps', () => {
     const types = ['correspondence.created', 'participant.acted', 'correspondence.sealed'];
     const files = ['cor_a', 'cor_b', 'cor_c'];
     const gapArb = fc.record({ type: fc.constantFrom(...types), at: fc.option(fc.integer({ min: 0, max: 59 })), cid: fc.option(fc.constantFrom(...files)) });
-    const explArb = fc.record({ type: fc.constantFrom(...types), cid: fc.constantFrom(...files), from: fc.integer({ min: 0, max: 59 }), len: fc.integer({ min: 0, max: 30 }), single: fc.boolean() });
+    const explArb = fc.record({ type: fc.constantFrom(...types), cid: fc.constantFrom(...files), from: fc.integer({ min: 0, max: 59 }), len: fc.integer({ min: 0, max: 30 }), single: fc.boolean(), synced: fc.boolean() });
     fc.assert(
       fc.property(fc.array(gapArb, { maxLength: 20 }), fc.array(explArb, { maxLength: 20 }), (gs, es) => {
         const gaps = gs.map((g, i) => gap(i + 1, g.type, g.at, g.cid));
-        const explanations = es.map((e, i) => expl(`e${i}`, e.cid, e.type, e.from, Math.min(59, e.from + e.len), e.from, e.single));
+        const explanations = es.map((e, i) => expl(`e${i}`, e.cid, e.type, e.from, Math.min(59, e.from + e.len), e.from, e.single, e.synced ? 'state_synced' : 'recovered'));
         const pairs = matchGaps(gaps, explanations);
         const usedSingles = new Set<string>();
         const usedGaps = new Set<number>();

@@ -143,7 +143,8 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
         dbs.map((db) => createReconciler({ db, api: createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey }), logger: silentLogger(), clock: systemClock }).run()),
       );
       expect(results.filter((r) => r.ran)).toHaveLength(1);
-      expect(results.filter((r) => !r.ran)).toEqual([{ ran: false, reason: 'not_leader', holder: expect.objectContaining({ holder: expect.stringContaining(':') }) }]);
+      // The holder may not have recorded its run yet when the other asks (consumers-and-lock.test.ts shows it named).
+      expect(results.filter((r) => !r.ran)).toEqual([expect.objectContaining({ ran: false, reason: 'not_leader' })]);
     } finally {
       for (const db of dbs) await db.close();
     }
