@@ -60,6 +60,8 @@ export interface SandboxControl {
   /** The recipient verified: its held items deliver, each firing participant.acted (act delivered). */
   verifyRecipient(addressing: Addressing): { participant_ids: string[]; events: EventSummary[] };
   verifyParticipant(participantId: string): { participant_ids: string[]; events: EventSummary[] };
+  /** Drains a queued send now instead of after the queue delay (tests that must see the pending state first); the events it fired. */
+  completeSend(correspondenceId: string): EventSummary[];
   seal(correspondenceId: string): EventSummary;
   withdraw(correspondenceId: string): EventSummary;
   /** Attaches the document, or a small synthetic one when none is named. */
@@ -153,6 +155,11 @@ export function createControl(deps: {
       const mark = deps.events.size;
       const released = correspondence.verify({ participantId });
       return { participant_ids: released.map((p) => p.participantId), events: deps.events.list().slice(mark).map(summarise) };
+    },
+    completeSend(id) {
+      const mark = deps.events.size;
+      correspondence.completeSend(id);
+      return deps.events.list().slice(mark).map(summarise);
     },
     seal: (id) => summarise(correspondence.seal(id)),
     withdraw: (id) => summarise(correspondence.withdraw(id)),

@@ -181,19 +181,25 @@ describe('operations', () => {
   });
 
   it('a queued send answers 202 with every participant pending, then completes with send_completed counts', async () => {
-    const res = await call(sb.url, 'POST', '/sender/v2/correspondence', {
-      key: FULL,
-      body: letter(Array.from({ length: 12 }, (_, i) => ({ nin: i < 2 ? NIN.held : i < 3 ? NIN.undeliverable : NIN.delivered, ref: `r${i}` }))),
-    });
-    expect(res.status).toBe(202);
-    expect(res.body.participants.every((p: { state: string }) => p.state === 'pending')).toBe(true);
-    expect((await call(sb.url, 'GET', `/sender/v2/correspondence/${res.body.correspondence_id}`, { key: FULL })).body.send_summary).toBeNull();
-    await sb.control.waitForIdle();
-    const after = await call(sb.url, 'GET', `/sender/v2/correspondence/${res.body.correspondence_id}`, { key: FULL });
-    expect(after.body.send_summary).toEqual({ delivered: 9, held: 2, undeliverable: 1, total: 12 });
-    const completed = sb.control.events({ type: 'correspondence.send_completed', correspondenceId: res.body.correspondence_id });
-    expect(completed).toHaveLength(1);
-    expect(sb.control.event(completed[0]!.event_id).data).toEqual({ correspondence_id: res.body.correspondence_id, delivered: 9, held: 2, undeliverable: 1, total: 12 });
+    // A queue that does not drain by itself: under load a short delay could elapse before the first read.
+    const slow = await sandbox({ keys: [FULL], queueDelayMs: 600_000 });
+    try {
+      const res = await call(slow.url, 'POST', '/sender/v2/correspondence', {
+        key: FULL,
+        body: letter(Array.from({ length: 12 }, (_, i) => ({ nin: i < 2 ? NIN.held : i < 3 ? NIN.undeliverable : NIN.delivered, ref: `r${i}` }))),
+      });
+      expect(res.status).toBe(202);
+      expect(res.body.participants.every((p: { state: string }) => p.state === 'pending')).toBe(true);
+      expect((await call(slow.url, 'GET', `/sender/v2/correspondence/${res.body.correspondence_id}`, { key: FULL })).body.send_summary).toBeNull();
+      slow.control.completeSend(res.body.correspondence_id);
+      const after = await call(slow.url, 'GET', `/sender/v2/correspondence/${res.body.correspondence_id}`, { key: FULL });
+      expect(after.body.send_summary).toEqual({ delivered: 9, held: 2, undeliverable: 1, total: 12 });
+      const completed = slow.control.events({ type: 'correspondence.send_completed', correspondenceId: res.body.correspondence_id });
+      expect(completed).toHaveLength(1);
+      expect(slow.control.event(completed[0]!.event_id).data).toEqual({ correspondence_id: res.body.correspondence_id, delivered: 9, held: 2, undeliverable: 1, total: 12 });
+    } finally {
+      await slow.close();
+    }
   });
 
   it('POST /plans/{plan_id}/runs answers 202 and the run completes like a queued send', async () => {

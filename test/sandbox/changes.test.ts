@@ -125,13 +125,18 @@ describe('claims and queued sends at the end of a file', () => {
   });
 
   it('a queued send whose participants end held and undeliverable can be sealed once drained, and not before', async () => {
-    const c = (await api('POST', '/sender/v2/correspondence', letter([{ nin: NIN.held, ref: 'h' }, { nin: NIN.undeliverable, ref: 'u' }]), { 'x-sandbox-send-mode': 'queued' })).body;
-    const early = await api('POST', `/sandbox/correspondence/${c.correspondence_id}/seal`);
-    expect(early.status).toBe(409);
-    await sb.control.waitForIdle();
-    expect((await api('POST', `/sandbox/correspondence/${c.correspondence_id}/seal`)).status).toBe(200);
-    const view = await read(c.correspondence_id);
-    expect(view).toMatchObject({ status: 'sealed', send_summary: { delivered: 0, held: 1, undeliverable: 1, total: 2 } });
+    // A queue that does not drain by itself, so "before" is certain however loaded the machine is.
+    const slow = await sandbox({ queueDelayMs: 600_000 });
+    try {
+      const c = (await call(slow.url, 'POST', '/sender/v2/correspondence', { key: slow.apiKey, body: letter([{ nin: NIN.held, ref: 'h' }, { nin: NIN.undeliverable, ref: 'u' }]), headers: { 'x-sandbox-send-mode': 'queued' } })).body;
+      const early = await call(slow.url, 'POST', `/sandbox/correspondence/${c.correspondence_id}/seal`, { key: slow.apiKey });
+      expect(early.status).toBe(409);
+      slow.control.completeSend(c.correspondence_id);
+      expect((await call(slow.url, 'POST', `/sandbox/correspondence/${c.correspondence_id}/seal`, { key: slow.apiKey })).status).toBe(200);
+      expect(slow.control.correspondence(c.correspondence_id)).toMatchObject({ status: 'sealed', send_summary: { delivered: 0, held: 1, undeliverable: 1, total: 2 } });
+    } finally {
+      await slow.close();
+    }
   });
 
   it('a queued send withdrawn before it drains never sends: its claim codes were never issued and cannot lapse (409)', async () => {
