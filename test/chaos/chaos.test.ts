@@ -117,6 +117,8 @@ const median = (xs: number[]): number | undefined => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)];
 };
+/** Missed events no file shows (docs/worker.md): consumed here, so their gaps stay open for on-call rather than close. */
+const UNREREADABLE = new Set(['form.response_received', 'wallet.debited', 'campaign.status_changed']);
 const sample = (xs: readonly string[], n = 25): string => `${xs.slice(0, n).join(', ')}${xs.length > n ? `, … (${xs.length} in all)` : ''}`;
 
 describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead deliveries lose nothing and apply nothing twice', () => {
@@ -361,23 +363,29 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
 
     check(generated.length >= TARGET_EVENTS, () => `scenario: the traffic generated ${generated.length} events within ${TRAFFIC_TIMEOUT_MS} ms (${TARGET_EVENTS} planned; traffic errors ${counters.errors}, last ${counters.lastError ?? '-'})`);
 
-    // 1. Every generated event is in the inbox exactly once, or was reconciled; the audit finds no loss.
+    // 1. Every generated event is in the inbox exactly once, or was reconciled with evidence, or is an open gap
+    //    on-call is told of (types no file shows: a handler here consumes them, so they cannot close by themselves);
+    //    the audit finds no loss.
     const twice = (await direct.query<{ event_id: string; n: number }>('SELECT event_id, count(*)::int AS n FROM inbox GROUP BY event_id HAVING count(*) > 1')).rows;
     check(twice.length === 0, () => `events stored more than once: ${sample(twice.map((r) => `${r.event_id}×${r.n}`))}`);
     const stored = generated.filter((e) => inboxById.has(e.event_id));
     // Closed with evidence: recovered or state-synced from a re-read of its file, or nothing consumes its type.
     const reconciled = generated.filter((e) => !inboxById.has(e.event_id) && ['recovered', 'state_synced', 'not_consumed'].includes(gapById.get(e.event_id)?.status ?? ''));
     const reconciledIds = new Set(reconciled.map((e) => e.event_id));
-    const lost = generated.filter((e) => !inboxById.has(e.event_id) && !reconciledIds.has(e.event_id));
-    check(lost.length === 0, () => `events neither stored nor reconciled (lost): ${sample(lost.map((e) => `${e.event_id} (${e.type} ${e.correspondence_id ?? ''}; gap ${gapById.get(e.event_id)?.status ?? 'none'})`))}`);
+    const flagged = generated.filter((e) => !inboxById.has(e.event_id) && gapById.get(e.event_id)?.status === 'open' && UNREREADABLE.has(e.type));
+    const flaggedIds = new Set(flagged.map((e) => e.event_id));
+    const lost = generated.filter((e) => !inboxById.has(e.event_id) && !reconciledIds.has(e.event_id) && !flaggedIds.has(e.event_id));
+    check(lost.length === 0, () => `events neither stored, reconciled nor flagged open (lost): ${sample(lost.map((e) => `${e.event_id} (${e.type} ${e.correspondence_id ?? ''}; gap ${gapById.get(e.event_id)?.status ?? 'none'})`))}`);
     const generatedIds = new Set(generated.map((e) => e.event_id));
     const strangers = inbox.filter((r) => r.source === 'webhook' && !generatedIds.has(r.event_id));
     check(strangers.length === 0, () => `webhook events in the inbox the sandbox never generated: ${sample(strangers.map((r) => r.event_id))}`);
     const openGaps = gaps.filter((g) => g.status === 'open');
-    check(openGaps.length === 0, () => `gaps still open: ${sample(openGaps.map((g) => `${g.event_id} (${g.event_type}): ${g.reason ?? ''}`))}`);
+    const wrongOpen = openGaps.filter((g) => !UNREREADABLE.has(g.event_type));
+    check(wrongOpen.length === 0, () => `gaps still open that a re-read should explain: ${sample(wrongOpen.map((g) => `${g.event_id} (${g.event_type}): ${g.reason ?? ''}`))}`);
     check(audit.code === 0 && auditResult.missingCount === 0, () => `postroom audit --since 1h: exit ${audit.code}, missing ${auditResult.missingCount ?? '?'}: ${sample((auditResult.missing ?? []).map((m) => m.event_id))}${audit.code !== 0 && audit.code !== 3 ? `\n${audit.stderr.slice(-1500)}` : ''}`);
     if (reconcile) {
-      check(reconcile.code === 0, () => `postroom reconcile --json exited ${reconcile!.code} (0 = clean): ${reconcile!.stdout.slice(0, 1500)}\n${reconcile!.stderr.slice(-1500)}`);
+      const expected = openGaps.length > 0 ? 2 : 0;
+      check(reconcile.code === expected, () => `postroom reconcile --json exited ${reconcile!.code} (${expected} expected: ${openGaps.length} gap(s) open): ${reconcile!.stdout.slice(0, 1500)}\n${reconcile!.stderr.slice(-1500)}`);
     }
 
     // 2. Every handler effect happened exactly once: one chaos_effects row per processed event, and nothing left unprocessed.
@@ -455,6 +463,7 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
       ['receiver crashes (restarted)', crashes.length],
       ['2xx answers checked against the inbox', `${acked.length} (${new Set(acked.map((r) => r.eventId)).size} events), ${ackedNotStored.length} not stored`],
       ['dead deliveries / missing from inbox', `${dead.length} / ${missingBeforeReconcile.length}`],
+      ['events flagged open for on-call (no file shows them)', String(flagged.length)],
       ['reconcile: gaps found / recovered / state synced / not consumed / open', `${summary.gapsFound ?? '-'} / ${summary.gapsRecovered ?? '-'} / ${summary.gapsStateSynced ?? '-'} / ${summary.gapsNotConsumed ?? '-'} / ${summary.gapsOpen ?? '-'}`],
       ['reconcile: re-read / synthetic written', `${summary.correspondencesReread ?? '-'} / ${summary.syntheticEventsWritten ?? '-'}`],
       ['events stored / reconciled / lost', `${stored.length} / ${reconciled.length} / ${lost.length}`],
