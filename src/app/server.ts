@@ -225,7 +225,9 @@ function fastWebhookPath(handle: WebhookHandler, app: http.RequestListener): htt
   return (req, res) => {
     const url = req.url ?? '';
     if (req.method === 'POST' && url.startsWith('/webhooks')) {
-      const rest = url.slice('/webhooks'.length);
+      // The query string names nothing here; the Express router ignores it too, so both answer alike.
+      const q = url.indexOf('?');
+      const rest = url.slice('/webhooks'.length, q === -1 ? undefined : q);
       if (rest === '' || rest === '/') {
         handle(req, res, undefined).catch(() => res.destroy());
         return;
