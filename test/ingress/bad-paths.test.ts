@@ -1,6 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/app/server.js';
 import { systemClock } from '../../src/clock.js';
@@ -12,40 +9,8 @@ import { createLogger } from '../../src/logging/logger.js';
 import { openDefaultTestStore, type TestStore } from '../support/db.js';
 import { captureLog } from '../support/log-capture.js';
 import { errorCode, rawRequest } from '../support/raw-http.js';
+import { BAD_TARGETS, METHODS, startHostApp } from '../support/host-app.js';
 import { startReceiver, TEST_SECRET } from '../support/receiver.js';
-
-/** Unsigned requests with malformed percent-encoding: a client error, never a 500 or an error-level log line. */
-export const BAD_TARGETS = [
-  '/webhooks/%ZZ',
-  '/webhooks/%ZZ?x=1',
-  '/webhooks/%',
-  '/webhooks/%C0%AE%C0%AE',
-  '/webhooks/%E0%A4%A?x=1',
-  '/webhooks/%E0%A4%A',
-  '/webhooks/%ZZ/',
-  '/webhooks/ok%',
-  '/webhooks/%00',
-  '/webhooks/%2F',
-  '/webhooks/%ZZ/extra',
-  '/webhooks?%ZZ',
-  '/webhooks/?x=%ZZ',
-];
-export const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'];
-
-/** An organisation's app that mounts the router at /webhooks, with a JSON 404 of its own like the standalone server's. */
-export async function startHostApp(router: express.Router): Promise<{ url: string; close(): Promise<void> }> {
-  const app = express();
-  app.use('/webhooks', router);
-  app.use((_req, res) => {
-    res.status(404).json({ error: { code: 'not_found', message: 'No such route.' } });
-  });
-  const server = http.createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
 
 describe('malformed paths get the same client error from the standalone server and a mounted router', () => {
   let store: TestStore;
