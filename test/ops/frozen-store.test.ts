@@ -60,6 +60,7 @@ describe.skipIf(!pgUrl)('a store that stops answering', () => {
       // A delivery is answered 503 within its budget, not held until the store wakes.
       const delivery = await timed(() => postEvent(`${server.url}/webhooks`, makeEvent(), { secret: TEST_SECRET }));
       expect(delivery.value.status).toBe(503);
+      const seen: number[] = [];
       for (let i = 0; i < 3; i++) {
         const ready = await timed(() => probe(`${server.url}/readyz`));
         expect(ready.value.status).toBe(503);
@@ -71,7 +72,9 @@ describe.skipIf(!pgUrl)('a store that stops answering', () => {
         expect(scrape.value.status).toBe(200);
         expect(scrape.ms).toBeLessThan(1000);
         expect(scrape.value.body).toMatch(/^postroom_store_up 0$/m);
+        seen.push(Math.round(ready.ms), Math.round(scrape.ms));
       }
+      console.log(`frozen-store figures: delivery answered ${delivery.value.status} in ${Math.round(delivery.ms)} ms; readyz/metrics answered in ${seen.join('/')} ms`);
     } finally {
       proxy.thaw();
     }
