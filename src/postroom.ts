@@ -126,7 +126,9 @@ export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Po
         throw new ConfigError('secrets', 'router() needs the webhook signing secret(s): createPostroom({ db, secrets: [process.env.POSTROOM_WEBHOOK_SECRET] })');
       }
       const secrets = Array.isArray(given) ? staticSecrets(given) : (given as SecretProvider);
-      const writer = createInboxWriter({ db: options.db, logger, maxBatch: routerOptions.maxBatch ?? 256 });
+      const ackTimeoutMs = routerOptions.ackTimeoutMs ?? 5000;
+      // A flush past the ack budget is abandoned with its connection; the next one runs on another.
+      const writer = createInboxWriter({ db: options.db, logger, maxBatch: routerOptions.maxBatch ?? 256, flushTimeoutMs: ackTimeoutMs });
       writers.push(writer);
       const core = createIngressCore({
         writer,
@@ -135,7 +137,7 @@ export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Po
         logger,
         toleranceSeconds: routerOptions.toleranceSeconds ?? 300,
         scheme: routerOptions.scheme ?? 'body',
-        ackTimeoutMs: routerOptions.ackTimeoutMs ?? 5000,
+        ackTimeoutMs,
       });
       return createIngressRouter({ core, logger, maxBodyBytes: routerOptions.maxBodyBytes ?? 1024 * 1024, ...(options.metrics ? { metrics: options.metrics } : {}) });
     },

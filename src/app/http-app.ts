@@ -43,6 +43,13 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
     res.status(404).json({ error: { code: 'not_found', message: 'No such route.' } });
   });
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const status = (err as { status?: unknown } | null)?.status;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      // Caused by the request (anyone can send one): not worth more than a debug line.
+      options.logger.debug({ err: (err as Error).message }, 'malformed request');
+      if (!res.headersSent) res.status(status).json({ error: { code: 'bad_request', message: 'The request could not be understood.' } });
+      return;
+    }
     options.logger.error({ err: (err as Error).message }, 'unexpected error');
     if (!res.headersSent) res.status(500).json({ error: { code: 'internal_error', message: 'Unexpected error.' } });
   });

@@ -112,7 +112,6 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       secrets = endpointSecrets;
     }
 
-    const readiness = createReadiness(db);
     let webhookRouter: express.Router | undefined;
     let webhookHandler: WebhookHandler | undefined;
     if (runsIngress(role) && secrets) {
@@ -120,6 +119,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         db,
         logger,
         maxBatch: config.ingress.maxBatch,
+        // Past the ack budget every waiter has been answered 503: abandon the flush and its connection.
+        flushTimeoutMs: config.ingress.ackTimeoutMs,
         onFlush: (s) => {
           metrics.ingestBatchSize.observe(s.rows);
           metrics.ingestFlushDuration.observe({ ok: String(s.ok) }, s.durationMs / 1000);
@@ -137,6 +138,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       webhookHandler = createWebhookHandler({ core, logger, maxBodyBytes: config.ingress.maxBodyBytes, metrics });
       webhookRouter = createIngressRouter({ core, logger, maxBodyBytes: config.ingress.maxBodyBytes, metrics, handler: webhookHandler });
     }
+    const readiness = createReadiness(db, writer ? { writer, ackBudgetMs: config.ingress.ackTimeoutMs } : {});
     const scrape = { metrics, beforeScrape: () => refreshStoreGauges(metrics, db) };
     const app = createHttpApp({
       logger,
@@ -225,7 +227,9 @@ function fastWebhookPath(handle: WebhookHandler, app: http.RequestListener): htt
   return (req, res) => {
     const url = req.url ?? '';
     if (req.method === 'POST' && url.startsWith('/webhooks')) {
-      const rest = url.slice('/webhooks'.length);
+      // The query string names nothing here; the Express router ignores it too, so both answer alike.
+      const q = url.indexOf('?');
+      const rest = url.slice('/webhooks'.length, q === -1 ? undefined : q);
       if (rest === '' || rest === '/') {
         handle(req, res, undefined).catch(() => res.destroy());
         return;

@@ -2,6 +2,7 @@ import { loadConfig, type Config } from '../config/config.js';
 import type { Env } from '../config/env.js';
 import { openDb } from '../db/open.js';
 import type { Db } from '../db/types.js';
+import { resolveApiKey } from '../client/from-config.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import type { Io } from './output.js';
 
@@ -34,7 +35,11 @@ export function createCliContext(env: Env, io: Io, cwd: string = process.cwd()):
     },
     logger() {
       // CLI logs go to stderr so stdout stays for results and --json.
-      logger ??= createLogger({ level: ctx.config().logLevel === 'info' ? 'warn' : ctx.config().logLevel, destination: process.stderr as never });
+      logger ??= createLogger({
+        level: ctx.config().logLevel === 'info' ? 'warn' : ctx.config().logLevel,
+        destination: process.stderr as never,
+        secretValues: configuredSecretValues(ctx.config()),
+      });
       return logger;
     },
     db() {
@@ -46,4 +51,15 @@ export function createCliContext(env: Env, io: Io, cwd: string = process.cwd()):
     },
   };
   return ctx;
+}
+
+/** Every secret value the configuration holds, for the logger to remove from any line it writes. */
+export function configuredSecretValues(config: Config): string[] {
+  const values = [...config.ingress.secrets, config.worker.forwardSecret, config.encryptionKey];
+  try {
+    if (config.api.apiKey !== undefined || config.api.apiKeyFile !== undefined) values.push(resolveApiKey(config));
+  } catch {
+    // An unreadable key file is reported by the command that needs the key.
+  }
+  return values.filter((v): v is string => typeof v === 'string');
 }

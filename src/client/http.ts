@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logging/logger.js';
+import { createRedactor } from '../logging/redact.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { ApiError, codeForStatus, type ApiErrorCode } from './errors.js';
 import { DEFAULT_BACKOFF, RETRYABLE_STATUSES, backoffDelay, parseRetryAfter, type BackoffPolicy } from './retry.js';
@@ -118,16 +119,20 @@ export function createTransport(options: TransportOptions): Transport {
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
   const authorization = `Bearer ${options.apiKey}`;
 
-  const scrub = (text: string): string => (options.apiKey ? text.split(options.apiKey).join('[redacted]') : text);
+  const redactor = createRedactor([options.apiKey]);
+  const scrub = redactor.text;
 
   function serviceBody(text: string): unknown {
     if (text === '') return undefined;
-    const clean = scrub(text);
+    let parsed: unknown;
     try {
-      return JSON.parse(clean) as unknown;
+      parsed = JSON.parse(text) as unknown;
     } catch {
+      const clean = scrub(text);
       return clean.length > MAX_ERROR_TEXT ? `${clean.slice(0, MAX_ERROR_TEXT)}…` : clean;
     }
+    // After parsing: `svc\u005fsandbox\u005f…` in the text is the key itself in the value.
+    return redactor.deep(parsed);
   }
 
   async function attempt(request: ApiRequest, path: string, signal: AbortSignal): Promise<AttemptOutcome> {
@@ -200,7 +205,7 @@ export function createTransport(options: TransportOptions): Transport {
     const retryAfterMs = parseRetryAfter(outcome.headers['retry-after'], clock.now());
     return new ApiError({
       code,
-      message: `${message}${suffix}`,
+      message: scrub(`${message}${suffix}`),
       operation: request.operation,
       status: outcome.status,
       body,

@@ -15,6 +15,8 @@ export interface DatabaseConfig {
   dataDir: string;
   /** Connections for the ingress pool (kept small on purpose: group commit needs few). */
   poolSize: number;
+  /** statement_timeout of every pooled connection; the client abandons the connection shortly after. 0: none. */
+  statementTimeoutMs: number;
 }
 
 export interface IngressConfig {
@@ -101,6 +103,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
       url: databaseUrl,
       dataDir,
       poolSize: int(env, 'POSTROOM_DB_POOL_SIZE', 4, { min: 1, max: 100 }),
+      statementTimeoutMs: int(env, 'POSTROOM_DB_STATEMENT_TIMEOUT_MS', 60_000, { min: 0, max: 3_600_000 }),
     },
     ingress: {
       host: str(env, 'HOST') ?? '127.0.0.1',

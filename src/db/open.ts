@@ -10,6 +10,7 @@ export async function openDb(config: Config, logger: Logger, options: { poolSize
     return createPgDb({
       url: config.database.url,
       poolSize: options.poolSize ?? config.database.poolSize,
+      statementTimeoutMs: config.database.statementTimeoutMs,
       logger,
       ...(options.applicationName ? { applicationName: options.applicationName } : {}),
     });

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { StoreUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import { advisoryKey } from './advisory-key.js';
 import type { Db, Queryable, QueryResult, Session } from './types.js';
@@ -10,25 +11,45 @@ export interface PgDbOptions {
   /** Fail fast when the server is gone, so ingress can answer 503 within its ack budget. */
   connectTimeoutMs?: number;
   applicationName?: string;
+  /**
+   * Server-side statement_timeout of every pooled connection (default 60 s; 0 turns it off). The
+   * client gives up on an unanswered statement a little later (query_timeout) and destroys the
+   * connection, so a half-open socket (failover, frozen network) cannot hold a query for the
+   * ~15 minutes the kernel takes to notice. Advisory-lock sessions (migrations) are exempt.
+   */
+  statementTimeoutMs?: number;
+  /** TCP keepalive probes start after this much idleness (default 10 s). */
+  keepAliveInitialDelayMs?: number;
 }
 
-function wrap(client: pg.Pool | pg.PoolClient | pg.Client): Queryable {
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 60_000;
+/** The client waits this much longer than the server's own statement time-out before giving up. */
+const CLIENT_GRACE_MS = 5000;
+/** For sessions that may legitimately wait long (a migration, a lock): the longest setTimeout allows. */
+const UNBOUNDED_MS = 2 ** 31 - 1;
+
+function wrap(client: pg.Pool | pg.PoolClient | pg.Client, queryTimeoutMs?: number): Queryable {
+  const config = (text: string, values?: readonly unknown[]): pg.QueryConfig => ({
+    text,
+    ...(values === undefined ? {} : { values: values as unknown[] }),
+    ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }),
+  });
   return {
     async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      const res = await client.query(sql, params as unknown[] | undefined);
+      const res = await client.query(config(sql, params));
       return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
     },
     async exec(sql: string): Promise<void> {
-      await client.query(sql);
+      await client.query(config(sql));
     },
   };
 }
 
 /** BEGIN … COMMIT on one client; reports whether the client is still usable after a failure. */
-async function inTransaction<T>(client: pg.PoolClient, fn: (tx: Queryable) => Promise<T>): Promise<{ value: T } | { error: unknown; broken: boolean }> {
+async function inTransaction<T>(client: pg.PoolClient, fn: (tx: Queryable) => Promise<T>, queryTimeoutMs?: number): Promise<{ value: T } | { error: unknown; broken: boolean }> {
   try {
     await client.query('BEGIN');
-    const value = await fn(wrap(client));
+    const value = await fn(wrap(client, queryTimeoutMs));
     await client.query('COMMIT');
     return { value };
   } catch (error) {
@@ -65,13 +86,17 @@ async function checkout(pool: pg.Pool, logger: Logger): Promise<{ client: pg.Poo
 }
 
 export function createPgDb(options: PgDbOptions): Db {
+  const statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+  const keepAliveInitialDelayMillis = options.keepAliveInitialDelayMs ?? 10_000;
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
     idleTimeoutMillis: 30_000,
     keepAlive: true,
+    keepAliveInitialDelayMillis,
     application_name: options.applicationName ?? 'postroom',
+    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + CLIENT_GRACE_MS } : {}),
   });
   // An idle client dropped by the server emits here; without a listener the process would crash.
   pool.on('error', (err) => options.logger.warn({ err: err.message }, 'idle database connection lost'));
@@ -82,6 +107,10 @@ export function createPgDb(options: PgDbOptions): Db {
     kind: 'postgres',
     query: base.query,
     exec: base.exec,
+
+    async queryWithin<R>(timeoutMs: number, sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      return boundedQuery<R>(pool, options.logger, timeoutMs, sql, params);
+    },
 
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
       const { client, release } = await checkout(pool, options.logger);
@@ -97,7 +126,7 @@ export function createPgDb(options: PgDbOptions): Db {
       let client: pg.Client | undefined;
       let retryTimer: NodeJS.Timeout | undefined;
       const connect = async (): Promise<void> => {
-        const c = new pg.Client({ connectionString: options.url, connectionTimeoutMillis: options.connectTimeoutMs ?? 3000, keepAlive: true });
+        const c = new pg.Client({ connectionString: options.url, connectionTimeoutMillis: options.connectTimeoutMs ?? 3000, keepAlive: true, keepAliveInitialDelayMillis });
         c.on('notification', (msg) => {
           if (msg.channel === channel) onPayload(msg.payload ?? '');
         });
@@ -150,18 +179,25 @@ export function createPgDb(options: PgDbOptions): Db {
       const { client, release } = await checkout(pool, options.logger);
       let held = false;
       let broken = false;
+      let exempted = false;
       try {
+        // A lock holder may wait for the lock, or run a migration, longer than any statement time-out.
+        const long = wrap(client, UNBOUNDED_MS);
+        if (statementTimeoutMs > 0) {
+          await long.exec('SET statement_timeout = 0');
+          exempted = true;
+        }
         if (opts.wait === false) {
-          const res = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [key]);
+          const res = await long.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [key]);
           if (!res.rows[0]?.ok) return { acquired: false };
         } else {
-          await client.query('SELECT pg_advisory_lock($1::bigint)', [key]);
+          await long.query('SELECT pg_advisory_lock($1::bigint)', [key]);
         }
         held = true;
         const session: Session = {
-          ...wrap(client),
+          ...long,
           async transaction(txFn) {
-            const result = await inTransaction(client, txFn);
+            const result = await inTransaction(client, txFn, UNBOUNDED_MS);
             if ('error' in result) {
               broken ||= result.broken;
               throw result.error;
@@ -178,6 +214,12 @@ export function createPgDb(options: PgDbOptions): Db {
             broken = true;
           }
         }
+        if (exempted && !broken) {
+          // Back to the connection's default before the pool hands it to anyone else.
+          await client.query('RESET statement_timeout').catch(() => {
+            broken = true;
+          });
+        }
         // Destroying the connection also frees a session lock we could not release cleanly.
         release(broken);
       }
@@ -189,4 +231,47 @@ export function createPgDb(options: PgDbOptions): Db {
       await pool.end();
     },
   };
+}
+
+/**
+ * One statement that must answer within `timeoutMs`, or is abandoned: the caller
+ * gets StoreUnavailableError at the deadline, and the connection (which may be
+ * half-open, or its backend stopped) is destroyed rather than handed back, so the
+ * next statement runs on another one. Waiting for a free connection counts too.
+ */
+async function boundedQuery<R>(pool: pg.Pool, logger: Logger, timeoutMs: number, sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+  let timer: NodeJS.Timeout | undefined;
+  let expired = false;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      expired = true;
+      reject(new StoreUnavailableError(`the database did not answer within ${timeoutMs} ms; connection abandoned`));
+    }, Math.max(1, timeoutMs));
+  });
+  const checkedOut = checkout(pool, logger);
+  let leased = false;
+  try {
+    const lease = await Promise.race([checkedOut, deadline]);
+    leased = true;
+    try {
+      const res = await Promise.race([lease.client.query(sql, params as unknown[] | undefined), deadline]);
+      lease.release();
+      return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
+    } catch (err) {
+      // Past the deadline the statement may still be running (or stuck): never reuse that connection.
+      lease.release(expired);
+      throw err;
+    }
+  } catch (err) {
+    if (expired && !leased) {
+      // A connection that arrives after the deadline goes straight back.
+      checkedOut.then(
+        (late) => late.release(),
+        () => undefined,
+      );
+    }
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { PostroomError } from '../errors.js';
+import { PostroomError, StoreUnavailableError } from '../errors.js';
 import type { Db, Queryable, QueryResult } from './types.js';
 
 export interface PgliteDbOptions {
@@ -90,6 +90,18 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
     kind: 'pglite',
     query: base.query,
     exec: base.exec,
+    // One in-process connection: nothing to abandon, so the caller just stops waiting.
+    async queryWithin<R>(timeoutMs: number, sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new StoreUnavailableError(`the embedded database did not answer within ${timeoutMs} ms`)), Math.max(1, timeoutMs));
+      });
+      try {
+        return await Promise.race([base.query<R>(sql, params), deadline]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
     transaction: (fn) => pglite.transaction((tx) => fn(wrap(tx))),
     async listen(channel, onPayload) {
       const unsubscribe = await pglite.listen(channel, onPayload);

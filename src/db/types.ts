@@ -23,6 +23,13 @@ export type DbKind = 'postgres' | 'pglite';
  */
 export interface Db extends Queryable {
   readonly kind: DbKind;
+  /**
+   * One statement that must answer within `timeoutMs`: otherwise it rejects with
+   * StoreUnavailableError at the deadline and, on Postgres, its connection is
+   * destroyed rather than reused, so a stuck connection costs one statement, not
+   * every one after it. For paths with a promise to keep (ingress acks, probes, scrapes).
+   */
+  queryWithin<R = Record<string, unknown>>(timeoutMs: number, sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
   /** BEGIN … COMMIT around fn; ROLLBACK when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Notifications are hints: a listener may miss some (reconnects), so callers also poll. */

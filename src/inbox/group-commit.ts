@@ -1,4 +1,4 @@
-import type { Db } from '../db/types.js';
+import type { Db, Queryable } from '../db/types.js';
 import { describeError, PostroomError, StoreUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import { insertInboxBatch } from './insert-queries.js';
@@ -10,6 +10,11 @@ export interface InboxWriter {
   /** Stops taking work and waits for queued rows to be flushed. */
   close(): Promise<void>;
   readonly pending: number;
+  /**
+   * How long the writer has had work (queued or being flushed) without a flush
+   * finishing; 0 when idle or making progress. Readiness compares it with the ack budget.
+   */
+  stalledMs(): number;
 }
 
 export interface FlushStats {
@@ -23,6 +28,13 @@ export interface InboxWriterOptions {
   db: Db;
   logger: Logger;
   maxBatch: number;
+  /**
+   * A flush still unanswered after this long is abandoned: its statement gets
+   * StoreUnavailableError and its connection is destroyed (Db.queryWithin), so the
+   * next flush proceeds on another one. Set it to the ack budget: past that, every
+   * waiter has been answered 503 already. Unset: flushes wait as long as the store.
+   */
+  flushTimeoutMs?: number;
   onFlush?: (stats: FlushStats) => void;
 }
 
@@ -49,6 +61,19 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
   const queue: Waiter[] = [];
   let flushing: Promise<void> | undefined;
   let closed = false;
+  // Progress, for stalledMs(): when work last began waiting on an idle writer, and when a flush last finished.
+  let busySince = 0;
+  let lastFlushEnd = 0;
+  let flushDeadline = 0;
+  const { flushTimeoutMs } = options;
+  /** Every statement of a flush shares its deadline. */
+  const flushStore: Queryable =
+    flushTimeoutMs === undefined
+      ? options.db
+      : {
+          query: (sql, params) => options.db.queryWithin(Math.max(1, flushDeadline - performance.now()), sql, params),
+          exec: (sql) => options.db.exec(sql),
+        };
 
   /**
    * Writes events with distinct ids. A row the store refuses (a value Postgres
@@ -58,7 +83,7 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
   async function write(events: NewInboxEvent[]): Promise<Map<string, Outcome>> {
     const out = new Map<string, Outcome>();
     try {
-      const inserted = await insertInboxBatch(options.db, events);
+      const inserted = await insertInboxBatch(flushStore, events);
       for (const e of events) out.set(e.eventId, inserted.has(e.eventId) ? 'accepted' : 'duplicate');
       return out;
     } catch (err) {
@@ -85,7 +110,7 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
         lastError: `store refused the event: ${describeError(err)}`.slice(0, 1000),
       };
       try {
-        const inserted = await insertInboxBatch(options.db, [quarantined]);
+        const inserted = await insertInboxBatch(flushStore, [quarantined]);
         out.set(e.eventId, inserted.has(e.eventId) ? 'accepted' : 'duplicate');
       } catch (again) {
         out.set(
@@ -108,7 +133,10 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
       else byId.set(w.event.eventId, [w]);
     }
     const started = performance.now();
+    if (flushTimeoutMs !== undefined) flushDeadline = started + flushTimeoutMs;
     const outcomes = await write([...byId.values()].map((g) => g[0]!.event));
+    // An abandoned flush (store unavailable past its deadline) did not finish: it is no progress.
+    if ([...outcomes.values()].some((o) => !(o instanceof StoreUnavailableError))) lastFlushEnd = performance.now();
     let inserted = 0;
     let ok = true;
     for (const [id, waiters] of byId) {
@@ -136,6 +164,7 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     submit(event) {
       if (closed) return Promise.reject(new StoreUnavailableError('inbox writer is closed (shutting down)'));
       return new Promise<InsertOutcome>((resolve, reject) => {
+        if (!flushing) busySince = performance.now();
         queue.push({ event, resolve, reject });
         flushing ??= drain();
       });
@@ -146,6 +175,10 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     },
     get pending() {
       return queue.length;
+    },
+    stalledMs() {
+      if (!flushing) return 0;
+      return Math.max(0, performance.now() - Math.max(busySince, lastFlushEnd));
     },
   };
 }

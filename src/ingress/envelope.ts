@@ -19,7 +19,10 @@ export type ParsedEnvelope =
 
 export const MAX_JSON_DEPTH = 64;
 const MAX_ID_LENGTH = 256;
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+const ISO_UTC = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-](\d{2}):(\d{2}))$/;
+/** Postgres numeric holds at most this many digits before / after the decimal point (with a margin). */
+const MAX_NUMERIC_INT_DIGITS = 131_000;
+const MAX_NUMERIC_FRACTION_DIGITS = 16_000;
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Id for a body without a usable event_id: stable, so re-deliveries of it de-duplicate. */
@@ -49,7 +52,7 @@ export function parseEnvelope(body: Uint8Array): ParsedEnvelope {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return fail('envelope must be a JSON object');
 
-  const problem = unstorable(value);
+  const problem = unstorable(value) ?? unstorableNumber(text);
   const env = value as Record<string, unknown>;
   const eventId = Object.hasOwn(env, 'event_id') ? env.event_id : undefined;
   const type = Object.hasOwn(env, 'type') ? env.type : undefined;
@@ -59,8 +62,8 @@ export function parseEnvelope(body: Uint8Array): ParsedEnvelope {
   if (typeof type !== 'string' || type === '') return fail('envelope: type must be a non-empty string', eventId);
   if (!isStorableId(type)) return fail(`envelope: type must be at most ${MAX_ID_LENGTH} printable characters`, eventId);
   const at = Object.hasOwn(env, 'at') ? env.at : undefined;
-  if (typeof at !== 'string' || !ISO_UTC.test(at) || Number.isNaN(Date.parse(at))) {
-    return fail('envelope: at must be an ISO 8601 timestamp', eventId, type);
+  if (typeof at !== 'string' || !isStorableTimestamp(at)) {
+    return fail('envelope: at must be an ISO 8601 timestamp of a real instant (Postgres refuses impossible dates such as February 30)', eventId, type);
   }
   const data = Object.hasOwn(env, 'data') ? env.data : undefined;
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return fail('envelope: data must be an object', eventId, type);
@@ -90,6 +93,7 @@ function unstorable(root: unknown): string | undefined {
     const { v, depth } = stack.pop()!;
     if (typeof v === 'string') {
       if (v.includes('\u0000')) return 'payload contains U+0000, which Postgres jsonb cannot store';
+      if (LONE_SURROGATE.test(v)) return 'payload contains a lone UTF-16 surrogate escape, which Postgres jsonb cannot store';
       continue;
     }
     if (typeof v !== 'object' || v === null) continue;
@@ -99,8 +103,48 @@ function unstorable(root: unknown): string | undefined {
     } else {
       for (const key of Object.keys(v)) {
         if (key.includes('\u0000')) return 'payload contains U+0000, which Postgres jsonb cannot store';
+        if (LONE_SURROGATE.test(key)) return 'payload contains a lone UTF-16 surrogate escape, which Postgres jsonb cannot store';
         stack.push({ v: (v as Record<string, unknown>)[key], depth: depth + 1 });
       }
+    }
+  }
+  return undefined;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Date.parse rolls February 30 over into March; Postgres refuses it, and the
+ * answer must say what the store will hold. So each field is checked against
+ * what timestamptz accepts.
+ */
+function isStorableTimestamp(at: string): boolean {
+  const m = ISO_UTC.exec(at);
+  if (!m || Number.isNaN(Date.parse(at))) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth) return false;
+  if (hour > 23 || minute > 59 || second > 59) return false;
+  if (m[9] !== undefined && (Number(m[9]) > 15 || Number(m[10]) > 59)) return false;
+  return true;
+}
+
+/**
+ * JSON numbers JavaScript parses (to Infinity or 0) but Postgres numeric cannot
+ * hold: too many digits before or after the decimal point. Scans the number
+ * tokens of the text (already known to be valid JSON), skipping strings.
+ */
+function unstorableNumber(text: string): string | undefined {
+  // The common body has neither a long exponent nor a huge digit run: skip the scan.
+  if (!/[eE][+-]?\d{4}|\d{16000}/.test(text)) return undefined;
+  const token = /"(?:[^"\\]|\\.)*"|-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/g;
+  for (let m = token.exec(text); m !== null; m = token.exec(text)) {
+    if (m[1] === undefined) continue;
+    const intDigits = m[1].replace(/^0+/, '').length;
+    const fracDigits = m[2]?.length ?? 0;
+    const exp = m[3] === undefined ? 0 : Number(m[3]);
+    if (intDigits + exp > MAX_NUMERIC_INT_DIGITS || fracDigits - exp > MAX_NUMERIC_FRACTION_DIGITS) {
+      return 'payload contains a number Postgres numeric cannot hold';
     }
   }
   return undefined;

@@ -38,9 +38,29 @@ export function createIngressRouter(options: IngressRouterOptions): express.Rout
   router.post('/:endpointId', (req, res) => handle(req, res, req.params.endpointId));
   router.all('/', methodNotAllowed);
   router.all('/:endpointId', methodNotAllowed);
-  router.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+  router.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const client = clientError(err);
+    if (client) {
+      // Anyone can send these unsigned: logging them louder than debug would let them flood the log.
+      options.logger.debug({ err: (err as Error).message, method: req.method }, 'malformed request to the webhook route');
+      sendJson(res, client.status, errorBody(client.code, client.message));
+      return;
+    }
     options.logger.error({ err: (err as Error).message }, 'unexpected error in the webhook route');
     sendJson(res, 500, errorBody('internal_error', 'Unexpected error.'));
   });
   return router;
+}
+
+/**
+ * Errors the request caused. An endpoint id that is not valid percent-encoding
+ * names no endpoint: 404, as the standalone server's direct path answers it.
+ */
+function clientError(err: unknown): { status: number; code: string; message: string } | undefined {
+  const status = (err as { status?: unknown; statusCode?: unknown } | null)?.status ?? (err as { statusCode?: unknown } | null)?.statusCode;
+  if (err instanceof URIError || (status === 400 && /decode/i.test((err as Error).message))) {
+    return { status: 404, code: 'unknown_endpoint', message: 'No webhook route for that endpoint id.' };
+  }
+  if (typeof status === 'number' && status >= 400 && status < 500) return { status, code: 'bad_request', message: 'The request could not be understood.' };
+  return undefined;
 }

@@ -1,4 +1,5 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
+import { createRedactor } from './redact.js';
 
 export type { Logger };
 
@@ -40,14 +41,22 @@ export interface LoggerOptions {
   /** Where lines go; tests pass a stream to capture and search them. */
   destination?: DestinationStream;
   base?: Record<string, unknown>;
+  /**
+   * Secret values (API key, signing secrets) removed from every line, however
+   * escaped: the paths above catch fields by name, this catches a value that
+   * ended up inside a message or an echoed error body.
+   */
+  secretValues?: ReadonlyArray<string | undefined>;
 }
 
 export function createLogger(options: LoggerOptions): Logger {
+  const redactor = options.secretValues?.some((v) => v) ? createRedactor(options.secretValues) : undefined;
   const common = {
     level: options.level,
     base: options.base ?? { service: 'postroom' },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
+    ...(redactor ? { hooks: { streamWrite: (line: string) => redactor.text(line) } } : {}),
   };
   if (options.destination) return pino(common, options.destination);
   if (options.pretty) {

@@ -7,23 +7,33 @@ import type { Metrics } from './metrics.js';
 /**
  * Refreshes the gauges that describe the database rather than this process, just
  * before each scrape, so every replica reports the same truth and a restart or a
- * CLI run cannot reset them. Bounded in time: a slow or absent store turns
- * postroom_store_up to 0 instead of failing the scrape (which would hide every
+ * CLI run cannot reset them. Bounded in time (under a second, within a typical
+ * scrape time-out): a slow, frozen or absent store turns postroom_store_up to 0
+ * instead of failing or hanging the scrape (which would hide every
  * other metric behind a TargetDown).
  */
-export async function refreshStoreGauges(metrics: Metrics, db: Db, timeoutMs = 2000): Promise<void> {
+export async function refreshStoreGauges(metrics: Metrics, db: Db, timeoutMs = 800): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error('store did not answer in time')), timeoutMs);
   });
   try {
-    await Promise.race([read(metrics, db), deadline]);
+    await Promise.race([read(metrics, withDeadline(db, Date.now() + timeoutMs)), deadline]);
     metrics.storeUp.set(1);
   } catch {
     metrics.storeUp.set(0);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The store as the gauge queries see it: each statement shares the scrape's
+ * deadline and one that overruns has its connection abandoned, so a frozen store
+ * does not pile stuck gauge queries onto the pool scrape after scrape.
+ */
+function withDeadline(db: Db, deadline: number): Db {
+  return { ...db, query: (sql, params) => db.queryWithin(Math.max(1, deadline - Date.now()), sql, params) } as Db;
 }
 
 async function read(metrics: Metrics, db: Db): Promise<void> {

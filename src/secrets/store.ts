@@ -77,7 +77,7 @@ export async function recordEndpoint(q: Queryable, e: EndpointRecord): Promise<v
 export interface SaveSecretInput {
   endpointId: string;
   secret: string;
-  /** How long the secret it replaces stays accepted. 0: not at all. */
+  /** How long the secrets it replaces (the current one and any older ones) stay accepted, at most. 0: not at all. */
   overlapSeconds: number;
   now: Date;
   /** Endpoint details to record in the same transaction (create), if known. */
@@ -86,7 +86,8 @@ export interface SaveSecretInput {
 
 /**
  * Makes `secret` the endpoint's current secret in one transaction: the old current
- * one becomes previous until now + overlap, expired ones are deleted, and the
+ * one becomes previous until now + overlap, older previous ones expire then at the
+ * latest, expired ones are deleted, and the
  * change is announced on commit (NOTIFY is transactional), so replicas never
  * hear of a secret that was rolled back.
  */
@@ -95,6 +96,9 @@ export async function saveEndpointSecret(db: Db, cipher: SecretCipher, input: Sa
   const expiresAt = new Date(input.now.getTime() + input.overlapSeconds * 1000);
   return db.transaction(async (tx) => {
     await recordEndpoint(tx, { endpoint_id: input.endpointId, ...input.endpoint });
+    // The overlap bounds every older secret, not only the one being replaced: after a leak,
+    // --overlap 0s must stop all of them, and a routine rotation never lengthens an older one's life.
+    await tx.query(`UPDATE endpoint_secrets SET expires_at = $2 WHERE endpoint_id = $1 AND state = 'previous' AND expires_at > $2`, [input.endpointId, expiresAt]);
     const demoted = await tx.query(
       `UPDATE endpoint_secrets SET state = 'previous', expires_at = $2 WHERE endpoint_id = $1 AND state = 'current'`,
       [input.endpointId, expiresAt],

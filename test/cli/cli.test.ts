@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildProgram } from '../../src/cli/main.js';
+import { buildProgram, main } from '../../src/cli/main.js';
 import { createCliContext } from '../../src/cli/context.js';
 import type { Command } from 'commander';
 import { PassThrough } from 'node:stream';
@@ -79,5 +79,28 @@ describe.skipIf(!(await adminUrl()))('inbox list and show against Postgres', () 
     const missing = await runCli(['inbox', 'show', 'evt_nope'], { DATABASE_URL: store.url! });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/No event evt_nope/);
+  });
+
+  it('inbox show --raw prints the exact stored bytes of a quarantined event, and --signature its signature header', async () => {
+    const raw = Buffer.concat([Buffer.from('{"event_id":"evt_cli_q","at":"2026-02-30T00:00:00Z",'), Buffer.from([0xff, 0xfe, 0x00, 0x0a]), Buffer.from('}')]);
+    const writer = createInboxWriter({ db: store.db, logger: silentLogger(), maxBatch: 1 });
+    await writer.submit({
+      eventId: 'evt_cli_q', type: 'unknown', occurredAt: null, payloadJson: null, rawBody: raw, signatureHeader: 't=1700000000,v1=abcdef0123',
+      headers: null, endpointId: null, source: 'webhook', correspondenceId: null, secretIndex: 0, status: 'quarantined', lastError: 'body is not valid UTF-8',
+    });
+    await writer.close();
+
+    const chunks: Buffer[] = [];
+    const stdout = new PassThrough();
+    stdout.on('data', (d: Buffer) => chunks.push(d));
+    const code = await main(['node', 'postroom', 'inbox', 'show', 'evt_cli_q', '--raw'], { NODE_ENV: 'test', DATABASE_URL: store.url! }, { stdout, stderr: new PassThrough(), interactive: false });
+    expect(code).toBe(0);
+    expect(Buffer.concat(chunks).equals(raw)).toBe(true);
+
+    const text = await runCli(['inbox', 'show', 'evt_cli_q', '--signature'], { DATABASE_URL: store.url! });
+    expect(text.stdout).toMatch(/signature_header\s+t=1700000000,v1=abcdef0123/);
+    expect(text.stdout).toMatch(/status\s+quarantined/);
+    const json = await runCli(['inbox', 'show', 'evt_cli_q', '--json', '--raw', '--signature'], { DATABASE_URL: store.url! });
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'quarantined', signature_header: 't=1700000000,v1=abcdef0123', raw_body_base64: raw.toString('base64') });
   });
 });

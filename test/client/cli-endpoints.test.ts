@@ -95,6 +95,23 @@ describe('postroom endpoints / deliveries against the sandbox', () => {
     expect(known.find((e) => e.endpoint_id === endpointId)).toMatchObject({ url: `http://127.0.0.1:9/webhooks/${endpointId}`, plane: 'sandbox' });
   });
 
+  it.each(['http://127.0.0.1:9/webhooks', 'http://127.0.0.1:9/webhooks/', 'https://hooks.example.com/cds/webhooks?x=1'])(
+    'refuses %s, where POST /webhooks would verify with POSTROOM_WEBHOOK_SECRETS and never the stored secret, naming the fix and calling nothing',
+    async (url) => {
+      const count = endpointCount();
+      const r = await cli(['endpoints', 'create', '--url', url, '--events', 'participant.acted']);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain('/webhooks/{endpoint_id}');
+      expect(endpointCount()).toBe(count);
+    },
+  );
+
+  it('an update that points a stored-secret endpoint at plain /webhooks is refused the same way', async () => {
+    const r = await cli(['endpoints', 'update', endpointId, '--url', 'http://127.0.0.1:9/webhooks']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(`/webhooks/${endpointId}`);
+  });
+
   it('rotate-secret stores the new secret as current and keeps the old one for the overlap', async () => {
     const before = await withDb((db) => loadEndpointSecrets(db, cipher, endpointId, new Date()));
     const r = await cli(['endpoints', 'rotate-secret', endpointId, '--json']);
@@ -117,14 +134,16 @@ describe('postroom endpoints / deliveries against the sandbox', () => {
     expect(r.stdout).toContain(current!.secret);
   });
 
-  it('--overlap 0s (after a leak) stops the old secret at once', async () => {
+  it('--overlap 0s (after a leak) stops every older secret at once, not only the one it replaces', async () => {
     const before = await withDb((db) => loadEndpointSecrets(db, cipher, endpointId, new Date()));
+    // Two routine rotations above: the first secret is still in its overlap too.
+    expect(before.map((s) => s.state)).toEqual(['current', 'previous', 'previous']);
     const r = await cli(['endpoints', 'rotate-secret', endpointId, '--overlap', '0s']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/previous one is no longer accepted/);
     const after = await withDb((db) => loadEndpointSecrets(db, cipher, endpointId, new Date()));
-    expect(after.map((s) => s.secret)).not.toContain(before[0]!.secret);
-    expect(after.filter((s) => s.state === 'current')).toHaveLength(1);
+    expect(after.map((s) => s.state)).toEqual(['current']);
+    expect(before.map((s) => s.secret)).not.toContain(after[0]!.secret);
     const bad = await cli(['endpoints', 'rotate-secret', endpointId, '--overlap', 'soon']);
     expect(bad.stderr).toMatch(/--overlap: expected a duration/);
   });

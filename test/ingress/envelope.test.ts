@@ -19,6 +19,14 @@ describe('parseEnvelope', () => {
     ['control characters in event_id', enc({ ...valid, event_id: 'a\nb' }), /printable/],
     ['missing type', enc({ ...valid, type: '' }), /type/],
     ['a bad timestamp', enc({ ...valid, at: 'yesterday' }), /ISO 8601/],
+    ['February 30 (Date.parse rolls it over, Postgres refuses it)', enc({ ...valid, at: '2026-02-30T00:00:00Z' }), /ISO 8601/],
+    ['April 31', enc({ ...valid, at: '2026-04-31T12:00:00+02:00' }), /ISO 8601/],
+    ['February 29 of a common year', enc({ ...valid, at: '2027-02-29T00:00:00Z' }), /ISO 8601/],
+    ['year 0000', enc({ ...valid, at: '0000-06-01T00:00:00Z' }), /ISO 8601/],
+    ['an offset beyond 15:59', enc({ ...valid, at: '2026-01-01T00:00:00-16:00' }), /ISO 8601/],
+    ['a lone surrogate', enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":"\\udc00"}}'), /surrogate/],
+    ['a numeric overflow', enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":1e400000}}'), /numeric/],
+    ['too many decimals', enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":1E-17000}}'), /numeric/],
     ['data not an object', enc({ ...valid, data: [1] }), /data must be an object/],
     ['U+0000 in a value', enc({ ...valid, data: { x: 'a\u0000' } }), /U\+0000/],
     ['deep nesting', enc({ ...valid, data: JSON.parse('['.repeat(MAX_JSON_DEPTH + 1) + ']'.repeat(MAX_JSON_DEPTH + 1)) }), /deeper/],
@@ -35,6 +43,12 @@ describe('parseEnvelope', () => {
     const b = parseEnvelope(enc('nope'));
     expect(a.eventId).toMatch(/^quarantine:[0-9a-f]{64}$/);
     expect(a.eventId).toBe(b.eventId);
+  });
+
+  it('keeps real instants, February 29 of a leap year and surrogate pairs, and numbers inside strings', () => {
+    expect(parseEnvelope(enc({ ...valid, at: '2028-02-29T23:59:59.999999+15:59' })).ok).toBe(true);
+    expect(parseEnvelope(enc({ ...valid, data: { x: '😀 1e400000' } })).ok).toBe(true);
+    expect(parseEnvelope(enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":1e300,"y":"\\ud83d\\ude00"}}')).ok).toBe(true);
   });
 
   it('does not let __proto__ keys reach the prototype', () => {

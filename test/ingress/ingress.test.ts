@@ -90,6 +90,24 @@ describe.each(kinds)('ingress over HTTP on %s', (kind) => {
     expect((await getRawBody(store.db, nul.event_id))!.toString('utf8')).toBe(JSON.stringify(nul));
   });
 
+  it.each([
+    ['a date that does not exist', { at: '2026-02-30T00:00:00Z' }],
+    ['year 0000', { at: '0000-01-01T00:00:00Z' }],
+    ['an offset Postgres refuses', { at: '2026-01-01T10:00:00+16:00' }],
+    ['a lone surrogate', { data: { correspondence_id: 'cor_1', note: '\ud800' } }],
+    ['a number that overflows numeric', { data: { correspondence_id: 'cor_1', n: 1 } }, '1e1000000'],
+    ['a number with too many decimals', { data: { correspondence_id: 'cor_1', n: 1 } }, '1e-20000'],
+  ])('answers "quarantined" to a signed body with %s, and stores it as such', async (_name, overrides, number?: string) => {
+    const event = makeEvent(overrides as Partial<ReturnType<typeof makeEvent>>);
+    let body = JSON.stringify(event);
+    if (number) body = body.replace('"n":1', `"n":${number}`);
+    const res = await postEvent(hook, event, { secret: TEST_SECRET, body });
+    const row = await getInboxEvent(store.db, event.event_id);
+    expect(row?.status).toBe('quarantined');
+    expect(res).toMatchObject({ status: 200, body: { status: 'quarantined' } });
+    expect((await getRawBody(store.db, event.event_id))!.toString('utf8')).toBe(body);
+  });
+
   it('treats unknown event types as ordinary events', async () => {
     const event = makeEvent({ type: 'future.event_kind', data: { anything: 1 } });
     expect((await postEvent(hook, event, { secret: TEST_SECRET })).body.status).toBe('accepted');

@@ -31,6 +31,22 @@ describe('logs never carry secrets, keys or signature headers', () => {
     expect(text).toContain('[redacted]');
   });
 
+  it('removes configured secret values from every line, however escaped, wherever they sit', () => {
+    const out = capture();
+    const key = 'svc_live_Qm9yZWFsbHlzZWNyZXQ';
+    const logger = createLogger({ level: 'debug', destination: out.stream, secretValues: [key, 'whsec_configured_1234'] });
+    logger.error({ err: { message: `gateway said: bad key ${key.replace(/_/g, '\\u005f')}` } }, 'call failed');
+    logger.warn({ body: { nested: [`\\u0073vc_live_Qm9yZWFsbHlzZWNyZXQ`] } }, `echo ${key}`);
+    logger.info({ note: 'whsec_configured_1234'.replace('_', '%5F') }, 'x');
+    const decoded = out
+      .text()
+      .replace(/\\u([0-9a-fA-F]{4})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)))
+      .replace(/%([0-9a-fA-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+    expect(decoded).not.toContain(key);
+    expect(decoded).not.toContain('whsec_configured_1234');
+    expect(out.text().match(/\[redacted\]/g)).toHaveLength(4);
+  });
+
   describe('through the receiver', () => {
     let store: TestStore;
     let server: RunningServer;

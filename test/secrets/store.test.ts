@@ -76,6 +76,19 @@ describe.each(kinds)('endpoint secret store on %s', (kind) => {
     expect((await describeEndpointSecrets(store.db, 'ep_store_4')).map((i) => i.state)).toEqual(['current']);
   });
 
+  it('a rotation with no overlap (after a leak) expires every older secret, not only the one it replaces', async () => {
+    const day = 86_400;
+    await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_leak', secret: 'first', overlapSeconds: day, now: t0 });
+    await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_leak', secret: 'second', overlapSeconds: day, now: at(60) });
+    await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_leak', secret: 'third', overlapSeconds: 0, now: at(120) });
+    expect((await loadEndpointSecrets(store.db, cipher, 'ep_store_leak', at(120))).map((s) => s.secret)).toEqual(['third']);
+    // A later routine rotation never lengthens an older secret's life either.
+    await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_leak', secret: 'fourth', overlapSeconds: 100, now: at(130) });
+    await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_leak', secret: 'fifth', overlapSeconds: day, now: at(140) });
+    expect((await loadEndpointSecrets(store.db, cipher, 'ep_store_leak', at(229))).map((s) => s.secret)).toEqual(['fifth', 'fourth', 'third']);
+    expect((await loadEndpointSecrets(store.db, cipher, 'ep_store_leak', at(231))).map((s) => s.secret)).toEqual(['fifth', 'fourth']);
+  });
+
   it('prunes expired secrets everywhere', async () => {
     await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_5', secret: 'a', overlapSeconds: 5, now: t0 });
     await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_5', secret: 'b', overlapSeconds: 5, now: t0 });

@@ -3,7 +3,7 @@ import { DELIVERY_STATUSES, type ListDeliveriesParams, type WebhookDelivery } fr
 import { apiClientFor } from '../api.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount } from '../duration.js';
-import { printTable } from '../output.js';
+import { printJson, printTable } from '../output.js';
 
 /** Page size when walking to the end; the spec shows no default or maximum. */
 const PAGE_SIZE = 100;
@@ -38,18 +38,15 @@ Examples:
       };
       const client = apiClientFor(ctx);
       try {
-        let count = 0;
         const rows: WebhookDelivery[] = [];
-        // --json streams the array as pages arrive, so memory stays flat on a long log.
-        if (opts.json) ctx.io.stdout.write('[');
+        // Collected before anything is printed: with --json, a page that fails half-way must leave
+        // no partial array on stdout (complete JSON or nothing), and a table needs every row's width.
         for await (const d of client.webhookDeliveries.iterate(params)) {
-          if (opts.json) ctx.io.stdout.write(`${count === 0 ? '\n' : ',\n'}  ${JSON.stringify(d)}`);
-          else rows.push(d);
-          count++;
-          if (limit !== undefined && count >= limit) break;
+          rows.push(d);
+          if (limit !== undefined && rows.length >= limit) break;
         }
         if (opts.json) {
-          ctx.io.stdout.write(count === 0 ? ']\n' : '\n]\n');
+          printJson(ctx.io, rows);
           return;
         }
         printTable(

@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import type { ApiClient, WebhookEndpoint } from '../../client/index.js';
 import { PostroomError, describeError } from '../../errors.js';
 import { EVENT_TYPE_LABELS } from '../../metrics/labels.js';
-import { recordEndpoint, retireEndpoint, saveEndpointSecret, updateKnownEndpoint } from '../../secrets/store.js';
+import { secretCipherFromConfig } from '../../secrets/from-config.js';
+import { describeEndpointSecrets, recordEndpoint, retireEndpoint, saveEndpointSecret, updateKnownEndpoint } from '../../secrets/store.js';
 import { apiClientFor, bestEffort, confirmLiveWrite, secretStoreFor, type SecretStore } from '../api.js';
 import type { CliContext } from '../context.js';
 import { parseCount, parseDuration } from '../duration.js';
@@ -39,6 +40,27 @@ export function parseUrl(flag: string, raw: string): string {
   }
   if (url.username || url.password) throw new PostroomError('invalid_flag', `${flag}: the URL must not carry credentials (the service refuses it)`);
   return raw;
+}
+
+/**
+ * A URL at the receiver's plain `/webhooks` route: there postroom verifies with
+ * POSTROOM_WEBHOOK_SECRETS only, never an endpoint's stored secret, so every
+ * delivery would be refused (401) and end dead.
+ */
+export function isPlainWebhooksUrl(raw: string): boolean {
+  if (raw.includes(ENDPOINT_ID_PLACEHOLDER)) return false;
+  try {
+    return /\/webhooks\/?$/.test(new URL(raw).pathname);
+  } catch {
+    return false;
+  }
+}
+
+function withEndpointId(raw: string, id: string): string {
+  const url = new URL(raw);
+  url.pathname = `${url.pathname.replace(/\/$/, '')}/${id}`;
+  // URL would percent-encode the braces of the placeholder.
+  return url.toString().replace('%7Bendpoint_id%7D', ENDPOINT_ID_PLACEHOLDER);
 }
 
 function isLoopback(hostname: string): boolean {
@@ -135,6 +157,17 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
       if (!opts.events) throw new PostroomError('invalid_flag', `--events is required: an endpoint created without events subscribes to nothing (known: ${SUBSCRIBABLE_EVENTS.join(', ')})`);
       const events = parseEvents(ctx, opts.events);
       const store = await secretStoreFor(ctx, { showSecret: opts.showSecret, command: 'endpoints create' });
+      if (store && isPlainWebhooksUrl(url)) {
+        const fixed = withEndpointId(url, ENDPOINT_ID_PLACEHOLDER);
+        if (!opts.showSecret) {
+          throw new PostroomError(
+            'invalid_flag',
+            `--url: ${url} is the receiver's plain /webhooks route, which verifies with POSTROOM_WEBHOOK_SECRETS only, so the secret stored for this endpoint would never be used ` +
+              `and every delivery would be refused. Use --url ${fixed} (deliveries then verify with this endpoint's own stored secret). Nothing was sent to the service.`,
+          );
+        }
+        ctx.io.stderr.write(`warning: ${url} verifies with POSTROOM_WEBHOOK_SECRETS only: put the secret printed below there, or use --url ${fixed}\n`);
+      }
       const client = apiClientFor(ctx);
       try {
         await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `create a webhook endpoint for ${url}` });
@@ -211,6 +244,16 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
         ...(opts.url !== undefined ? { url: parseUrl('--url', opts.url) } : {}),
         ...(opts.events !== undefined ? { events: parseEvents(ctx, opts.events) } : {}),
       };
+      if (patch.url !== undefined && isPlainWebhooksUrl(patch.url) && secretCipherFromConfig(ctx.config())) {
+        const stored = await describeEndpointSecrets(await ctx.db(), endpointId);
+        if (stored.some((s) => s.state === 'current')) {
+          throw new PostroomError(
+            'invalid_flag',
+            `--url: ${patch.url} is the receiver's plain /webhooks route, which verifies with POSTROOM_WEBHOOK_SECRETS only, so ${endpointId}'s stored secret would never be used ` +
+              `and every delivery would be refused. Use --url ${withEndpointId(patch.url, endpointId)}. Nothing was sent to the service.`,
+          );
+        }
+      }
       const client = apiClientFor(ctx);
       try {
         await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `update webhook endpoint ${endpointId}` });

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { PostroomError } from '../../errors.js';
+import { getDeliveryEvidence } from '../../inbox/evidence-queries.js';
 import { getInboxEvent, listInbox } from '../../inbox/read-queries.js';
 import { INBOX_STATUSES } from '../../inbox/types.js';
 import type { CliContext } from '../context.js';
@@ -43,18 +44,43 @@ export function registerInboxCommands(program: Command, ctx: CliContext): Comman
 
   inbox
     .command('show <event_id>')
-    .description('Show one event: payload, delivery headers, attempts and errors.')
+    .description('Show one event: payload, delivery headers, attempts and errors; --raw and --signature for what the sender proved.')
     .option('--json', 'print the record as JSON')
-    .addHelpText('after', `\nExample:\n  $ postroom inbox show evt_01HZX3K9Q7`)
-    .action(async (eventId: string, opts: { json?: boolean }) => {
-      const row = await getInboxEvent(await ctx.db(), eventId);
+    .option('--raw', 'print the exact bytes received and nothing else (with --json: as raw_body_base64)')
+    .option('--signature', 'include the X-Service-Signature header it came with')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ postroom inbox show evt_01HZX3K9Q7
+  $ postroom inbox show quarantine:3f2a… --raw > body.bin      the bytes of a quarantined event, exactly
+  $ postroom inbox show evt_01HZX3K9Q7 --signature --json`,
+    )
+    .action(async (eventId: string, opts: { json?: boolean; raw?: boolean; signature?: boolean }) => {
+      const db = await ctx.db();
+      const row = await getInboxEvent(db, eventId);
       if (!row) throw new PostroomError('not_found', `No event ${eventId} in the inbox. List recent ones with \`postroom inbox list\`.`);
+      const evidence = opts.raw || opts.signature ? await getDeliveryEvidence(db, eventId) : undefined;
+      if (opts.raw && !evidence?.rawBody) {
+        throw new PostroomError(
+          'not_found',
+          evidence?.prunedAt ? `The raw bytes of ${eventId} were pruned at ${evidence.prunedAt.toISOString()}.` : `No raw bytes are stored for ${eventId} (it did not arrive as a webhook delivery).`,
+        );
+      }
+      if (opts.raw && !opts.json) {
+        ctx.io.stdout.write(evidence!.rawBody!);
+        return;
+      }
+      const extra = {
+        ...(opts.signature ? { signature_header: evidence?.signatureHeader ?? null } : {}),
+        ...(opts.raw ? { raw_body_base64: evidence!.rawBody!.toString('base64') } : {}),
+      };
       if (opts.json) {
-        printJson(ctx.io, row);
+        printJson(ctx.io, { ...row, ...extra });
         return;
       }
       const { payload, headers, ...rest } = row;
-      for (const [k, v] of Object.entries(rest)) ctx.io.stdout.write(`${k.padEnd(18)} ${v instanceof Date ? v.toISOString() : (v ?? '')}\n`);
+      for (const [k, v] of Object.entries({ ...rest, ...extra })) ctx.io.stdout.write(`${k.padEnd(18)} ${v instanceof Date ? v.toISOString() : (v ?? '')}\n`);
       ctx.io.stdout.write(`headers            ${JSON.stringify(headers)}\npayload\n${JSON.stringify(payload, null, 2)}\n`);
     });
   return inbox;

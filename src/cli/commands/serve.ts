@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { ROLES, type Role } from '../../config/config.js';
 import { startServer, type ComponentDeps, type Component } from '../../app/server.js';
 import { createLogger } from '../../logging/logger.js';
-import type { CliContext } from '../context.js';
+import { configuredSecretValues, type CliContext } from '../context.js';
 import { parseChoice, parseCount } from '../duration.js';
 import { reconcilerComponentFactory } from '../../reconciler/component.js';
 import { workerComponentFactory } from '../../worker/component.js';
@@ -41,7 +41,7 @@ Without POSTROOM_WEBHOOK_SECRETS (outside production) a development secret is ge
       if (opts.port !== undefined) config.ingress.port = parseCount('--port', opts.port, { min: 0, max: 65535 });
       if (opts.host !== undefined) config.ingress.host = opts.host;
       const pretty = !config.production && Boolean(process.stdout.isTTY);
-      const logger = createLogger({ level: config.logLevel, pretty });
+      const logger = createLogger({ level: config.logLevel, pretty, secretValues: configuredSecretValues(config) });
       const server = await startServer({
         config,
         logger,
