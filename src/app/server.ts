@@ -74,6 +74,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const clock = options.clock ?? systemClock;
 
   let devSecret: RunningServer['devSecret'];
+  const onPostgres = options.db ? options.db.kind === 'postgres' : config.database.url !== undefined;
   let secrets = options.secrets;
   // With POSTROOM_ENCRYPTION_KEY, /webhooks/{endpoint_id} verifies with the endpoint's stored secrets (built once the store is open).
   const cipher = !secrets && runsIngress(role) ? secretCipherFromConfig(config) : undefined;
@@ -81,7 +82,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   if (!secrets && runsIngress(role)) {
     if (config.ingress.secrets.length > 0) {
       configuredSecrets = config.ingress.secrets;
-    } else if (config.production) {
+    } else if (config.production || onPostgres) {
+      // A development secret lives in the embedded store's folder; a Postgres deployment writes nothing there.
       if (!cipher) {
         throw new ConfigError(
           'POSTROOM_WEBHOOK_SECRETS',
