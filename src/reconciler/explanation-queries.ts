@@ -28,20 +28,8 @@ export async function insertExplanations(q: Queryable, list: readonly Explanatio
   return res.rowCount;
 }
 
-export interface StoredExplanation {
-  explanation_id: string;
-  correspondence_id: string;
-  event_type: string;
-  participant_id: string | null;
-  window_from: Date;
-  window_to: Date;
-  anchor: Date;
-  exact: boolean;
-  outcome: 'recovered' | 'state_synced';
-  single: boolean;
-  synthetic_event_id: string | null;
-  detail: string;
-}
+/** An explanation as stored: the same shape the re-read produced. */
+export type StoredExplanation = Explanation;
 
 /** Explanations of these correspondences that can still account for a gap: all but single ones already used. */
 export async function availableExplanations(q: Queryable, correspondenceIds: readonly string[]): Promise<StoredExplanation[]> {

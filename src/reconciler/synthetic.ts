@@ -94,6 +94,8 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
   const earliest = new Date(created ?? 0);
   const latest = new Date(Math.max(updated, created ?? 0) + toleranceMs);
   const lastChange = new Date(updated).toISOString();
+  // A change known only to lie between the file's creation and its last change (a seal, a summary, a document).
+  const broad = { window_from: earliest, window_to: latest, anchor: new Date(updated), exact: false } as const;
 
   const explain = (e: Omit<Explanation, 'explanation_id' | 'correspondence_id'>, into: Explanation[] = explanations): void => {
     const explanationId = syntheticEventId(id, 'explains', e.event_type, e.participant_id ?? '', e.window_from.toISOString(), e.window_to.toISOString(), e.synthetic_event_id ?? '', e.detail);
@@ -111,10 +113,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
     explain({
       event_type: type,
       participant_id: participantId,
-      window_from: earliest,
-      window_to: latest,
-      anchor: new Date(updated),
-      exact: false,
+      ...broad,
       outcome: 'state_synced',
       single: true,
       synthetic_event_id: syntheticId,
@@ -225,10 +224,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
       explain({
         event_type: 'participant.acted',
         participant_id: p.participant_id,
-        window_from: earliest,
-        window_to: latest,
-        anchor: new Date(updated),
-        exact: false,
+        ...broad,
         outcome: 'recovered',
         single: true,
         synthetic_event_id: actedId,
@@ -275,10 +271,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
     explain({
       event_type: type,
       participant_id: null,
-      window_from: earliest,
-      window_to: latest,
-      anchor: new Date(updated),
-      exact: false,
+      ...broad,
       outcome: 'recovered',
       single: true,
       synthetic_event_id: eventId,
@@ -294,10 +287,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
     explain({
       event_type: 'correspondence.send_completed',
       participant_id: null,
-      window_from: earliest,
-      window_to: latest,
-      anchor: new Date(updated),
-      exact: false,
+      ...broad,
       outcome: 'recovered',
       single: true,
       synthetic_event_id: eventId,
@@ -312,10 +302,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
       explain({
         event_type: 'document.attached',
         participant_id: null,
-        window_from: earliest,
-        window_to: latest,
-        anchor: new Date(updated),
-        exact: false,
+        ...broad,
         outcome: 'recovered',
         single: true,
         synthetic_event_id: eventId,
@@ -326,10 +313,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
       explain({
         event_type: 'document.attached',
         participant_id: null,
-        window_from: earliest,
-        window_to: latest,
-        anchor: new Date(updated),
-        exact: false,
+        ...broad,
         outcome: 'state_synced',
         single: true,
         synthetic_event_id: snapshotId,

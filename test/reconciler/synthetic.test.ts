@@ -85,3 +85,46 @@ describe('planCorrespondence: synthetic events', () => {
     expect(syntheticEventId('cor_1', 'par_1', 'delivered')).not.toBe(syntheticEventId('cor_1', 'par_1', 'held'));
   });
 });
+
+describe('planCorrespondence: what a re-read explains', () => {
+  const kinds = (s: ServiceFile, p: ProjectedCorrespondence | undefined) =>
+    planCorrespondence(s, p, now, 120_000).explanations.map((e) => `${e.event_type}:${e.outcome}${e.exact ? ':exact' : ''}`).sort();
+
+  it('explains nothing when the projection equals the service', () => {
+    expect(planCorrespondence(service(), projected(), now, 120_000).explanations).toEqual([]);
+  });
+
+  it('a file never seen: its creation exactly, its latest act exactly, earlier acts as superseded', () => {
+    expect(kinds(service(), undefined)).toEqual(['correspondence.created:recovered:exact', 'participant.acted:recovered:exact', 'participant.acted:state_synced']);
+    const [created] = planCorrespondence(service(), undefined, now, 120_000).explanations;
+    // No event of a file precedes the file, and a delivery follows its event.
+    expect(created).toMatchObject({ window_from: new Date('2026-11-20T10:00:00.000Z'), anchor: new Date('2026-11-20T10:00:00.000Z') });
+  });
+
+  it('a claim explains only a participant the read model had as held (a direct send)', () => {
+    const s = service({ participants: [{ participant_id: 'par_2', ref: 'r2', state: 'undeliverable', last_act: null, last_act_at: null }] } as Partial<Correspondence>);
+    const held = projected({ participants: [{ participant_id: 'par_2', ref: 'r2', state: 'held', last_act: null, last_act_at: null }] });
+    const pending = projected({ participants: [{ participant_id: 'par_2', ref: 'r2', state: 'pending', last_act: null, last_act_at: null }] });
+    expect(kinds(s, held)).toEqual(['claim.expired:state_synced']);
+    expect(kinds(s, pending)).toEqual([]);
+  });
+
+  it('a queued send: participants undeliverable beyond the summary counts are lapsed claims, those within it are the send', () => {
+    const parts = [
+      { participant_id: 'par_a', ref: 'a', state: 'undeliverable', last_act: null, last_act_at: null },
+      { participant_id: 'par_b', ref: 'b', state: 'undeliverable', last_act: null, last_act_at: null },
+    ];
+    const pendings = parts.map((p) => ({ ...p, state: 'pending' }));
+    const summary = { delivered: 0, held: 1, undeliverable: 1, total: 2 };
+    const s = service({ participants: parts, send_summary: summary } as Partial<Correspondence>);
+    expect(kinds(s, projected({ participants: pendings, send_summary: summary })).filter((k) => k.startsWith('claim'))).toEqual(['claim.expired:state_synced']);
+    const none = service({ participants: parts, send_summary: { ...summary, held: 0, undeliverable: 2 } } as Partial<Correspondence>);
+    expect(kinds(none, projected({ participants: pendings, send_summary: { ...summary, held: 0, undeliverable: 2 } })).filter((k) => k.startsWith('claim'))).toEqual([]);
+  });
+
+  it('documents: attached ones the read model lacks are recovered; with the creation missed too the snapshot carries them', () => {
+    const s = service({ document_ids: ['doc_1'] } as Partial<Correspondence>);
+    expect(kinds(s, projected())).toEqual(['document.attached:recovered']);
+    expect(kinds(s, undefined)).toContain('document.attached:state_synced');
+  });
+});
