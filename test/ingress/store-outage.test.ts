@@ -95,7 +95,14 @@ describe.skipIf(!pg)('ingress when the store is cut off (Postgres behind a TCP p
       await held;
     });
     try {
-      await new Promise((r) => setTimeout(r, 100));
+      // Wait until the lock is really held (a fixed sleep lost the race on a loaded machine).
+      for (let i = 0; i < 100; i++) {
+        const held = await direct.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'inbox'::regclass AND mode = 'AccessExclusiveLock' AND granted`,
+        );
+        if (held.rows[0]!.n > 0) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
       const slow = await postEvent(hook, e, { secret: TEST_SECRET });
       expect(slow.status).toBe(503);
       expect(slow.headers['retry-after']).toBeDefined();

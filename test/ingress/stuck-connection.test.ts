@@ -58,18 +58,32 @@ describe.skipIf(!pgUrl)('one stopped database backend under load', () => {
     const answers: Answer[] = [];
     const readyz: Array<{ at: number; status: number }> = [];
     let stop = false;
+    let paused = false;
+    let inFlight = 0;
     const sender = async (): Promise<void> => {
       while (!stop) {
+        if (paused) {
+          await new Promise((r) => setTimeout(r, 5));
+          continue;
+        }
+        inFlight++;
         const event = makeEvent();
         const sentAt = performance.now();
         const res = await postEvent(`${server.url}/webhooks`, event, { secret: TEST_SECRET }).catch(() => ({ status: 0 }));
         answers.push({ event, sentAt, answeredAt: performance.now(), status: res.status });
+        inFlight--;
         await new Promise((r) => setTimeout(r, 5));
       }
     };
     const prober = async (): Promise<void> => {
       while (!stop) {
+        if (paused) {
+          await new Promise((r) => setTimeout(r, 5));
+          continue;
+        }
+        inFlight++;
         const res = await request(`${server.url}/readyz`);
+        inFlight--;
         await res.body.dump();
         readyz.push({ at: performance.now(), status: res.statusCode });
         await new Promise((r) => setTimeout(r, 100));
@@ -81,8 +95,16 @@ describe.skipIf(!pgUrl)('one stopped database backend under load', () => {
     const pids = (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = $2', [app, database.name])).rows.map((r) => r.pid);
     expect(pids).toHaveLength(1);
     const pid = pids[0]!;
+    // Stop it between statements, as a half-open connection looks: a backend stopped mid-commit can hold
+    // locks every other backend needs (ProcArrayLock), which freezes the whole server, not one connection
+    // (that case is the frozen store of test/ops/frozen-store.test.ts). So: quiesce, check it is idle, stop, resume.
+    paused = true;
+    while (inFlight > 0) await new Promise((r) => setTimeout(r, 5));
+    const state = await admin.query<{ state: string }>('SELECT state FROM pg_stat_activity WHERE pid = $1', [pid]);
+    expect(state.rows[0]?.state).toBe('idle');
     const stoppedAt = performance.now();
     process.kill(pid, 'SIGSTOP');
+    paused = false;
     let resumedAt: number;
     try {
       await new Promise((r) => setTimeout(r, STOP_MS));
