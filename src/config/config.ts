@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { ConfigError } from '../errors.js';
+import { DEFAULT_SCHEMA, isValidSchemaName } from '../db/schema.js';
 import { SIGNED_PAYLOAD_SCHEMES, type SignedPayloadScheme } from '../signature/index.js';
 import type { Env } from './env.js';
 import { int, list, oneOf, str, url } from './parse.js';
@@ -15,6 +16,8 @@ export interface DatabaseConfig {
   dataDir: string;
   /** Connections for the ingress pool (kept small on purpose: group commit needs few). */
   poolSize: number;
+  /** The Postgres schema postroom's tables live in (never public: an embedder's tables may be there). */
+  schema: string;
 }
 
 export interface IngressConfig {
@@ -88,6 +91,10 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     throw new ConfigError('POSTROOM_ENCRYPTION_KEY', 'expected 32 random bytes as 64 hex characters or base64 (generate one with `openssl rand -hex 32`)');
   }
   const metricsPortRaw = str(env, 'POSTROOM_METRICS_PORT');
+  const schema = str(env, 'POSTROOM_DB_SCHEMA') ?? DEFAULT_SCHEMA;
+  if (!isValidSchemaName(schema)) {
+    throw new ConfigError('POSTROOM_DB_SCHEMA', `expected a lower-case schema name (letters, digits, _; at most 63; not public or pg_*), got "${schema.length > 40 ? `${schema.slice(0, 40)}…` : schema}"`);
+  }
 
   return {
     nodeEnv,
@@ -97,6 +104,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
       url: databaseUrl,
       dataDir,
       poolSize: int(env, 'POSTROOM_DB_POOL_SIZE', 4, { min: 1, max: 100 }),
+      schema,
     },
     ingress: {
       host: str(env, 'HOST') ?? '127.0.0.1',

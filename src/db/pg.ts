@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Logger } from '../logging/logger.js';
 import { advisoryKey } from './advisory-key.js';
+import { assertSchemaName, DEFAULT_SCHEMA, scopedLockName } from './schema.js';
 import type { Db, Queryable, QueryResult, Session } from './types.js';
 
 export interface PgDbOptions {
@@ -10,6 +11,8 @@ export interface PgDbOptions {
   /** Fail fast when the server is gone, so ingress can answer 503 within its ack budget. */
   connectTimeoutMs?: number;
   applicationName?: string;
+  /** The schema postroom's tables live in (default `postroom`); created by `migrate`. */
+  schema?: string;
 }
 
 function wrap(client: pg.Pool | pg.PoolClient | pg.Client): Queryable {
@@ -65,6 +68,7 @@ async function checkout(pool: pg.Pool, logger: Logger): Promise<{ client: pg.Poo
 }
 
 export function createPgDb(options: PgDbOptions): Db {
+  const schema = assertSchemaName(options.schema ?? DEFAULT_SCHEMA);
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize,
@@ -72,6 +76,9 @@ export function createPgDb(options: PgDbOptions): Db {
     idleTimeoutMillis: 30_000,
     keepAlive: true,
     application_name: options.applicationName ?? 'postroom',
+    // A startup parameter rather than a SET after connecting: no extra round trip, and
+    // no window in which a fresh connection could resolve a name outside the schema.
+    options: `-c search_path=${schema}`,
   });
   // An idle client dropped by the server emits here; without a listener the process would crash.
   pool.on('error', (err) => options.logger.warn({ err: err.message }, 'idle database connection lost'));
@@ -80,6 +87,7 @@ export function createPgDb(options: PgDbOptions): Db {
 
   return {
     kind: 'postgres',
+    schema,
     query: base.query,
     exec: base.exec,
 
@@ -146,7 +154,8 @@ export function createPgDb(options: PgDbOptions): Db {
     },
 
     async withAdvisoryLock(name, fn, opts = {}) {
-      const key = advisoryKey(name).toString();
+      // Two postroom installations in one database (different schemas) must not share locks.
+      const key = advisoryKey(scopedLockName(schema, name)).toString();
       const { client, release } = await checkout(pool, options.logger);
       let held = false;
       let broken = false;

@@ -23,6 +23,8 @@ export type DbKind = 'postgres' | 'pglite';
  */
 export interface Db extends Queryable {
   readonly kind: DbKind;
+  /** The schema postroom's tables live in; every connection has it (alone) on its search_path. */
+  readonly schema: string;
   /** BEGIN … COMMIT around fn; ROLLBACK when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Notifications are hints: a listener may miss some (reconnects), so callers also poll. */
