@@ -193,7 +193,7 @@ async function legacyMoveStatement(tx: Queryable, kind: ObjectKind, name: string
     [LEGACY_SCHEMA, name],
   );
   if (!res.rows.length) return undefined;
-  // Every overload of the name: regprocedure prints each signature schema-qualified while public is not on our search_path.
+  // Every overload of the name, each by its full signature.
   return res.rows.map((r) => `ALTER ${r.prokind === 'p' ? 'PROCEDURE' : 'FUNCTION'} ${r.signature} SET SCHEMA ${quoteIdent(schema)}`).join(';\n');
 }
 

@@ -1,12 +1,22 @@
 import pg from 'pg';
+import { PostroomError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import { advisoryKey } from './advisory-key.js';
-import { assertSchemaName, DEFAULT_SCHEMA, scopedLockName } from './schema.js';
+import { assertSchemaName, DEFAULT_SCHEMA, scopedLockName, searchPath } from './schema.js';
 import type { Db, Queryable, QueryResult, Session } from './types.js';
 
 export interface PgDbOptions {
-  url: string;
-  poolSize: number;
+  /** Where to connect; or pass `pool`. */
+  url?: string;
+  /** Connections in postroom's own pool (ignored with `pool`). */
+  poolSize?: number;
+  /**
+   * The application's own pool, shared rather than a second one opened. postroom sets
+   * its schema in front of the search_path on each connection it checks out and puts the previous value back
+   * before returning it, so the application's queries never see postroom's schema;
+   * that costs two round trips per checkout. postroom never ends this pool.
+   */
+  pool?: pg.Pool;
   logger: Logger;
   /** Fail fast when the server is gone, so ingress can answer 503 within its ack budget. */
   connectTimeoutMs?: number;
@@ -67,22 +77,73 @@ async function checkout(pool: pg.Pool, logger: Logger): Promise<{ client: pg.Poo
   };
 }
 
+// Read the previous value before setting: a materialised CTE is evaluated first. The
+// application's path stays behind postroom's schema, so handlers reach its tables.
+const SWITCH_SEARCH_PATH = `WITH previous AS MATERIALIZED (SELECT current_setting('search_path') AS value)
+  SELECT value AS previous, set_config('search_path', CASE WHEN value = '' THEN $1 ELSE $1 || ', ' || value END, false) FROM previous`;
+
 export function createPgDb(options: PgDbOptions): Db {
   const schema = assertSchemaName(options.schema ?? DEFAULT_SCHEMA);
-  const pool = new pg.Pool({
-    connectionString: options.url,
-    max: options.poolSize,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
-    idleTimeoutMillis: 30_000,
-    keepAlive: true,
-    application_name: options.applicationName ?? 'postroom',
-    // A startup parameter rather than a SET after connecting: no extra round trip, and
-    // no window in which a fresh connection could resolve a name outside the schema.
-    options: `-c search_path=${schema}`,
-  });
+  const external = options.pool;
+  if (!external && !options.url) throw new PostroomError('db_config_invalid', 'createPgDb needs a url or an existing pool');
+  const pool =
+    external ??
+    new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 4,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+      application_name: options.applicationName ?? 'postroom',
+      // A startup parameter rather than a SET after connecting: no extra round trip, and
+      // no window in which a fresh connection could resolve a name outside the schema.
+      options: `-c search_path=${searchPath(schema)}`,
+    });
   // An idle client dropped by the server emits here; without a listener the process would crash.
-  pool.on('error', (err) => options.logger.warn({ err: err.message }, 'idle database connection lost'));
-  const base = wrap(pool);
+  // The application's own pool is left to the application's listeners.
+  if (!external) pool.on('error', (err) => options.logger.warn({ err: err.message }, 'idle database connection lost'));
+
+  /** A connection with postroom's schema on its search_path until it is released. */
+  const acquire = async (): Promise<{ client: pg.PoolClient; release(destroy?: boolean): void }> => {
+    const lease = await checkout(pool, options.logger);
+    if (!external) return lease;
+    let previous: string;
+    try {
+      previous = (await lease.client.query<{ previous: string }>(SWITCH_SEARCH_PATH, [schema])).rows[0]!.previous;
+    } catch (err) {
+      lease.release(true);
+      throw err;
+    }
+    return {
+      client: lease.client,
+      release(destroy) {
+        if (destroy) return lease.release(true);
+        // Back in the pool only once the application's search_path is restored; a connection that cannot be restored is dropped.
+        lease.client.query(`SELECT set_config('search_path', $1, false)`, [previous]).then(
+          () => lease.release(),
+          () => lease.release(true),
+        );
+      },
+    };
+  };
+
+  const base: Queryable = external
+    ? {
+        async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+          const { client, release } = await acquire();
+          try {
+            return await wrap(client).query<R>(sql, params);
+          } finally {
+            // Outside a transaction a failed query leaves the session usable; a lost one fails the restore and is dropped.
+            release();
+          }
+        },
+        async exec(sql: string): Promise<void> {
+          await this.query(sql);
+        },
+      }
+    : wrap(pool);
+
   const listeners = new Set<pg.Client>();
 
   return {
@@ -92,7 +153,7 @@ export function createPgDb(options: PgDbOptions): Db {
     exec: base.exec,
 
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      const { client, release } = await checkout(pool, options.logger);
+      const { client, release } = await acquire();
       const result = await inTransaction(client, fn);
       // A connection whose ROLLBACK failed is in an unknown state: destroy it rather than reuse it.
       release('broken' in result && result.broken);
@@ -105,7 +166,8 @@ export function createPgDb(options: PgDbOptions): Db {
       let client: pg.Client | undefined;
       let retryTimer: NodeJS.Timeout | undefined;
       const connect = async (): Promise<void> => {
-        const c = new pg.Client({ connectionString: options.url, connectionTimeoutMillis: options.connectTimeoutMs ?? 3000, keepAlive: true });
+        // A connection of its own even with the application's pool: LISTEN holds it for good.
+        const c = new pg.Client({ ...(external ? external.options : { connectionString: options.url }), connectionTimeoutMillis: options.connectTimeoutMs ?? 3000, keepAlive: true });
         c.on('notification', (msg) => {
           if (msg.channel === channel) onPayload(msg.payload ?? '');
         });
@@ -156,7 +218,7 @@ export function createPgDb(options: PgDbOptions): Db {
     async withAdvisoryLock(name, fn, opts = {}) {
       // Two postroom installations in one database (different schemas) must not share locks.
       const key = advisoryKey(scopedLockName(schema, name)).toString();
-      const { client, release } = await checkout(pool, options.logger);
+      const { client, release } = await acquire();
       let held = false;
       let broken = false;
       try {
@@ -195,7 +257,7 @@ export function createPgDb(options: PgDbOptions): Db {
     async close() {
       for (const c of listeners) await c.end().catch(() => undefined);
       listeners.clear();
-      await pool.end();
+      if (!external) await pool.end();
     },
   };
 }

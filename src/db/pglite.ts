@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PostroomError } from '../errors.js';
-import { assertSchemaName, DEFAULT_SCHEMA } from './schema.js';
+import { assertSchemaName, DEFAULT_SCHEMA, searchPath } from './schema.js';
 import type { Db, Queryable, QueryResult } from './types.js';
 
 export interface PgliteDbOptions {
@@ -83,7 +83,7 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
     pglite = options.dataDir ? await PGlite.create(path.join(options.dataDir, 'pgdata')) : await PGlite.create();
     // One connection for the whole process, so a session setting covers every query. The
     // store is postroom's own, so the schema is made here: raw SQL works before migrate too.
-    await pglite.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${schema};`);
+    await pglite.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${searchPath(schema)};`);
   } catch (err) {
     release();
     throw new PostroomError('embedded_store_failed', `Could not open the embedded database${options.dataDir ? ` in ${options.dataDir}` : ''}: ${(err as Error).message}`, { cause: err });

@@ -3,8 +3,10 @@ import { PostroomError } from '../errors.js';
 /**
  * postroom keeps its tables in a schema of its own, so that an embedder's database
  * can have its own `inbox` or `webhook_endpoints` in `public` (or anywhere else).
- * Connections put this schema alone on the search_path: postroom's SQL stays
- * unqualified and never resolves to a table that is not postroom's.
+ * Connections put this schema first on the search_path: postroom's SQL stays
+ * unqualified and resolves to postroom's tables, while a handler writing through
+ * `ctx.tx` still reaches the application's tables (in public, or wherever the
+ * application's own pool pointed) by the names it always used.
  */
 export const DEFAULT_SCHEMA = 'postroom';
 
@@ -31,6 +33,11 @@ export function assertSchemaName(name: string): string {
 }
 
 /** The advisory-lock name for a schema: unchanged for the default, so replicas of every version agree. */
+/** The search_path of postroom's own connections: its schema, then what Postgres has by default. */
+export function searchPath(schema: string): string {
+  return `${schema},"$user",public`;
+}
+
 export function scopedLockName(schema: string, name: string): string {
   return schema === DEFAULT_SCHEMA ? name : `${schema}/${name}`;
 }

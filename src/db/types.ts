@@ -23,7 +23,7 @@ export type DbKind = 'postgres' | 'pglite';
  */
 export interface Db extends Queryable {
   readonly kind: DbKind;
-  /** The schema postroom's tables live in; every connection has it (alone) on its search_path. */
+  /** The schema postroom's tables live in; every connection has it first on its search_path. */
   readonly schema: string;
   /** BEGIN … COMMIT around fn; ROLLBACK when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;

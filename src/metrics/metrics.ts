@@ -7,14 +7,26 @@ export { EVENT_TYPE_LABELS };
 const ACK_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 const WORK_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30];
 
+export interface MetricsOptions {
+  version?: string;
+  /**
+   * The application's registry, so its /metrics shows postroom's series beside its own.
+   * Without one, postroom has a registry of its own (tests and embedders can run several
+   * instances side by side). One postroom instance per registry: names are registered once.
+   */
+  registry?: Registry;
+  /** Node's process metrics; default on with postroom's own registry, off with the application's (it collects them itself). */
+  defaultMetrics?: boolean;
+}
+
 /**
- * Every metric postroom exports, on a registry owned by one app instance (so
- * tests and embedders can run several side by side). Names carry the
- * `postroom_` prefix and base units; labels are low-cardinality by construction.
+ * Every metric postroom exports, on a registry owned by one app instance or the
+ * application's. Names carry the `postroom_` prefix and base units; labels are
+ * low-cardinality by construction.
  */
-export function createMetrics(options: { version?: string; defaultMetrics?: boolean } = {}) {
-  const registry = new Registry();
-  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'postroom_' });
+export function createMetrics(options: MetricsOptions = {}) {
+  const registry = options.registry ?? new Registry();
+  if (options.defaultMetrics ?? options.registry === undefined) collectDefaultMetrics({ register: registry, prefix: 'postroom_' });
   const r = [registry];
 
   const m = {

@@ -148,13 +148,17 @@ describe.each(await availableStoreKinds())('own schema on %s', (kind) => {
     const pair = await legacyPair(kind);
     const embedder = await pair.legacy();
     await embedder.exec(`CREATE TABLE inbox (id serial PRIMARY KEY, note text NOT NULL); INSERT INTO inbox (note) VALUES ('mine');
-      CREATE TABLE webhook_endpoints (name text PRIMARY KEY); INSERT INTO webhook_endpoints VALUES ('theirs');`);
+      CREATE TABLE webhook_endpoints (name text PRIMARY KEY); INSERT INTO webhook_endpoints VALUES ('theirs');
+      CREATE TABLE webhook_endpoints_audit (note text);`);
     await embedder.close();
 
     const db = await pair.open();
     await migrate(db);
     await db.query(`INSERT INTO inbox (event_id, type) VALUES ('evt_1', 'correspondence.created')`);
     expect((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM inbox')).rows[0]!.n).toBe(1);
+    // A handler's ctx.tx still reaches the application's other tables unqualified.
+    await db.transaction((tx) => tx.query(`INSERT INTO webhook_endpoints_audit (note) VALUES ('from a handler')`));
+    expect((await db.query('SELECT note FROM public.webhook_endpoints_audit')).rows).toEqual([{ note: 'from a handler' }]);
     expect((await db.query<{ note: string }>('SELECT note FROM public.inbox')).rows).toEqual([{ note: 'mine' }]);
     expect((await db.query<{ name: string }>('SELECT name FROM public.webhook_endpoints')).rows).toEqual([{ name: 'theirs' }]);
     const cols = await db.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'inbox' ORDER BY ordinal_position`);
