@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { PostroomError } from '../errors.js';
 import { assertSchemaName, DEFAULT_SCHEMA, searchPath } from './schema.js';
 import type { Db, Queryable, QueryResult } from './types.js';
@@ -80,6 +80,8 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
   const release = options.dataDir ? acquireFolderLock(options.dataDir) : () => undefined;
   let pglite: PGlite;
   try {
+    // Loaded on first use: an application on Postgres never evaluates PGlite (about half of the install).
+    const { PGlite } = await import('@electric-sql/pglite');
     pglite = options.dataDir ? await PGlite.create(path.join(options.dataDir, 'pgdata')) : await PGlite.create();
     // One connection for the whole process, so a session setting covers every query. The
     // store is postroom's own, so the schema is made here: raw SQL works before migrate too.
