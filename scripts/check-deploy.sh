@@ -244,7 +244,8 @@ fi
 dockerfile_check() {
   local f=deploy/Dockerfile problems=()
   grep -qE '^FROM .*:latest' "$f" && problems+=("a base image uses :latest")
-  grep -qE '^ARG NODE_IMAGE=node:20\.[0-9]+-[a-z]+-slim$' "$f" || problems+=("NODE_IMAGE is not a pinned node:20.x-<debian>-slim tag")
+  # A maintained line (README, "Supported Node lines"), pinned to a minor release.
+  grep -qE '^ARG NODE_IMAGE=node:(2[4-9]|[3-9][0-9])\.[0-9]+-[a-z]+-slim$' "$f" || problems+=("NODE_IMAGE is not a pinned node:<24 or newer>.x-<debian>-slim tag")
   [ "$(grep -c '^FROM ' "$f")" -ge 2 ] || problems+=("not multi-stage")
   grep -q -- '--omit=dev' "$f" || problems+=("runtime dependencies are not production-only")
   grep -qE '^USER (node|1000)' "$f" || problems+=("no non-root USER")
