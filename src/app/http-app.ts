@@ -43,7 +43,7 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
     res.status(404).json({ error: { code: 'not_found', message: 'No such route.' } });
   });
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    options.logger.error({ err: (err as Error).message }, 'unexpected error');
+    options.logger.error({ err }, 'unexpected error');
     if (!res.headersSent) res.status(500).json({ error: { code: 'internal_error', message: 'Unexpected error.' } });
   });
   return app;

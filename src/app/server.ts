@@ -200,7 +200,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           await writer?.close();
           await endpointSecrets?.close().catch(() => undefined);
           for (const c of components.reverse()) {
-            await c.stop(Math.max(100, deadline - Date.now() - 500)).catch((err) => logger.error({ err: describeError(err), component: c.name }, 'component did not stop cleanly'));
+            await c.stop(Math.max(100, deadline - Date.now() - 500)).catch((err) => logger.error({ err, component: c.name }, 'component did not stop cleanly'));
           }
           if (ownsDb) await db.close();
         })();

@@ -65,7 +65,7 @@ async function checkout(pool: pg.Pool, logger: Logger): Promise<{ client: pg.Poo
   let lost = false;
   const onError = (err: Error): void => {
     lost = true;
-    logger.warn({ err: err.message }, 'database connection lost while in use');
+    logger.warn({ err }, 'database connection lost while in use');
   };
   client.on('error', onError);
   return {
@@ -101,7 +101,7 @@ export function createPgDb(options: PgDbOptions): Db {
     });
   // An idle client dropped by the server emits here; without a listener the process would crash.
   // The application's own pool is left to the application's listeners.
-  if (!external) pool.on('error', (err) => options.logger.warn({ err: err.message }, 'idle database connection lost'));
+  if (!external) pool.on('error', (err) => options.logger.warn({ err }, 'idle database connection lost'));
 
   /** A connection with postroom's schema on its search_path until it is released. */
   const acquire = async (): Promise<{ client: pg.PoolClient; release(destroy?: boolean): void }> => {
@@ -172,7 +172,7 @@ export function createPgDb(options: PgDbOptions): Db {
           if (msg.channel === channel) onPayload(msg.payload ?? '');
         });
         c.on('error', (err) => {
-          options.logger.warn({ err: err.message, channel }, 'notification connection lost; reconnecting');
+          options.logger.warn({ err, channel }, 'notification connection lost; reconnecting');
           listeners.delete(c);
           c.end().catch(() => undefined);
           scheduleReconnect();
@@ -198,7 +198,7 @@ export function createPgDb(options: PgDbOptions): Db {
         await connect();
       } catch (err) {
         // Polling covers the gap; keep trying in the background.
-        options.logger.warn({ err: (err as Error).message, channel }, 'could not LISTEN; will retry');
+        options.logger.warn({ err, channel }, 'could not LISTEN; will retry');
         scheduleReconnect();
       }
       return async () => {

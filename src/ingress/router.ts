@@ -39,7 +39,7 @@ export function createIngressRouter(options: IngressRouterOptions): express.Rout
   router.all('/', methodNotAllowed);
   router.all('/:endpointId', methodNotAllowed);
   router.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    options.logger.error({ err: (err as Error).message }, 'unexpected error in the webhook route');
+    options.logger.error({ err }, 'unexpected error in the webhook route');
     sendJson(res, 500, errorBody('internal_error', 'Unexpected error.'));
   });
   return router;
