@@ -100,7 +100,7 @@ fi
 
 # ------------------------------------------------- metric catalogue (node)
 # Names postroom exports: the ones declared in src/metrics/metrics.ts, plus
-# prom-client's default process metrics with the postroom_ prefix.
+# prom-client's default process metrics under their stock names (process_*, nodejs_*).
 CATALOGUE="$WORK/metrics.json"
 if command -v node > /dev/null 2>&1; then
   if out=$(node --input-type=module - "$ROOT" "$CATALOGUE" <<'EOF' 2>&1
@@ -122,7 +122,7 @@ try {
   const require = createRequire(`${root}/package.json`);
   const { Registry, collectDefaultMetrics } = require('prom-client');
   const r = new Registry();
-  collectDefaultMetrics({ register: r, prefix: 'postroom_' });
+  collectDefaultMetrics({ register: r });
   for (const m of await r.getMetricsAsJSON()) {
     names.add(m.name);
     if (m.type === 'histogram') for (const s of suffixes.Histogram) names.add(m.name + s);
@@ -138,7 +138,7 @@ try {
     'nodejs_active_requests', 'nodejs_active_requests_total', 'nodejs_heap_size_total_bytes', 'nodejs_heap_size_used_bytes',
     'nodejs_external_memory_bytes', 'nodejs_heap_space_size_total_bytes', 'nodejs_heap_space_size_used_bytes',
     'nodejs_heap_space_size_available_bytes', 'nodejs_version_info', 'nodejs_gc_duration_seconds_bucket',
-    'nodejs_gc_duration_seconds_sum', 'nodejs_gc_duration_seconds_count']) names.add(`postroom_${n}`);
+    'nodejs_gc_duration_seconds_sum', 'nodejs_gc_duration_seconds_count']) names.add(n);
 }
 writeFileSync(outFile, JSON.stringify([...names].sort()));
 console.log(`${declared} declared metrics + defaults from ${source}`);
@@ -178,8 +178,8 @@ for (const p of flat) {
     if (!usesDs(t.datasource)) problems.push(`panel "${p.title}" query ${t.refId} does not use $datasource`);
     if (!t.expr) { problems.push(`panel "${p.title}" query ${t.refId} has no expr`); continue; }
     const bare = t.expr.replace(/"(?:[^"\\]|\\.)*"/g, '""');
-    const metrics = bare.match(/\bpostroom_[a-zA-Z0-9_]+/g) ?? [];
-    if (!metrics.length && !/\bup\{/.test(bare)) problems.push(`panel "${p.title}" query ${t.refId} uses no postroom_ metric`);
+    const metrics = bare.match(/\b(?:postroom|process|nodejs)_[a-zA-Z0-9_]+/g) ?? [];
+    if (!metrics.length && !/\bup\{/.test(bare)) problems.push(`panel "${p.title}" query ${t.refId} uses no metric postroom exports`);
     for (const m of metrics) if (!known.has(m)) problems.push(`panel "${p.title}": ${m} is not exported (src/metrics/metrics.ts)`);
     exprs.push({ panel: p.title, expr: t.expr });
   }

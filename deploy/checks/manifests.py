@@ -298,7 +298,8 @@ def slug(heading: str) -> str:
 
 def metric_names(expr: str) -> set[str]:
     no_strings = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
-    return set(re.findall(r"\bpostroom_[a-zA-Z0-9_]+", no_strings))
+    # postroom's own metrics, and Node's process metrics under their stock names.
+    return set(re.findall(r"\b(?:postroom|process|nodejs)_[a-zA-Z0-9_]+", no_strings))
 
 
 def check_alerts(root: Path, catalogue_path: str | None) -> str:

@@ -121,8 +121,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         logger,
         maxBatch: config.ingress.maxBatch,
         onFlush: (s) => {
-          metrics.ingestBatchSize.observe(s.rows);
-          metrics.ingestFlushDuration.observe({ ok: String(s.ok) }, s.durationMs / 1000);
+          metrics.ingressBatchSize.observe(s.rows);
+          metrics.ingressFlushDuration.observe({ outcome: s.ok ? 'committed' : 'failed' }, s.durationMs / 1000);
         },
       });
       const core = createIngressCore({

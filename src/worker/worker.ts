@@ -100,7 +100,6 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
         if (handlerRun.outcome === 'failed') metrics.handlerFailures.inc({ event_type: label });
       }
       if (completion.attemptsDelta === 0 && completion.status !== 'failed') metrics.eventsProcessed.inc({ event_type: label, status: completion.status });
-      if (completion.status === 'dead') metrics.eventsDead.inc({ event_type: label });
     }
   }
 
@@ -111,7 +110,7 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     const reaped = await reapExpiredLeases(db, options.maxAttempts);
     for (const r of reaped) {
       logger.warn({ event_id: r.event_id, type: r.type, status: r.status }, 'reclaimed an event whose worker stopped (lease expired)');
-      if (r.status === 'dead') metrics?.eventsDead.inc({ event_type: eventTypeLabel(r.type) });
+      if (r.status === 'dead') metrics?.eventsProcessed.inc({ event_type: eventTypeLabel(r.type), status: 'dead' });
     }
   }
 
