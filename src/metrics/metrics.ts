@@ -98,6 +98,9 @@ export function createMetrics(options: MetricsOptions = {}) {
     apiDuration: new Histogram({ name: 'postroom_api_request_duration_seconds', help: 'Service API request duration by operation.', labelNames: ['operation'], buckets: WORK_BUCKETS, registers: r }),
   };
   m.buildInfo.set({ version: options.version ?? 'dev', node_version: process.version }, 1);
+  // Every dead series exists at 0 from the start: a counter series that first appears at 1
+  // shows no increase(), so the first dead event of a type would never fire PostroomEventsDead.
+  for (const eventType of [...EVENT_TYPE_LABELS, 'other']) m.eventsProcessed.inc({ event_type: eventType, status: 'dead' }, 0);
   return m;
 }
 
