@@ -100,7 +100,7 @@ fi
 
 # ------------------------------------------------- metric catalogue (node)
 # Names postroom exports: the ones declared in src/metrics/metrics.ts, plus
-# prom-client's default process metrics with the postroom_ prefix.
+# prom-client's default process metrics under their stock names (process_*, nodejs_*).
 CATALOGUE="$WORK/metrics.json"
 if command -v node > /dev/null 2>&1; then
   if out=$(node --input-type=module - "$ROOT" "$CATALOGUE" <<'EOF' 2>&1
@@ -122,7 +122,7 @@ try {
   const require = createRequire(`${root}/package.json`);
   const { Registry, collectDefaultMetrics } = require('prom-client');
   const r = new Registry();
-  collectDefaultMetrics({ register: r, prefix: 'postroom_' });
+  collectDefaultMetrics({ register: r });
   for (const m of await r.getMetricsAsJSON()) {
     names.add(m.name);
     if (m.type === 'histogram') for (const s of suffixes.Histogram) names.add(m.name + s);
@@ -138,7 +138,7 @@ try {
     'nodejs_active_requests', 'nodejs_active_requests_total', 'nodejs_heap_size_total_bytes', 'nodejs_heap_size_used_bytes',
     'nodejs_external_memory_bytes', 'nodejs_heap_space_size_total_bytes', 'nodejs_heap_space_size_used_bytes',
     'nodejs_heap_space_size_available_bytes', 'nodejs_version_info', 'nodejs_gc_duration_seconds_bucket',
-    'nodejs_gc_duration_seconds_sum', 'nodejs_gc_duration_seconds_count']) names.add(`postroom_${n}`);
+    'nodejs_gc_duration_seconds_sum', 'nodejs_gc_duration_seconds_count']) names.add(n);
 }
 writeFileSync(outFile, JSON.stringify([...names].sort()));
 console.log(`${declared} declared metrics + defaults from ${source}`);
@@ -178,8 +178,8 @@ for (const p of flat) {
     if (!usesDs(t.datasource)) problems.push(`panel "${p.title}" query ${t.refId} does not use $datasource`);
     if (!t.expr) { problems.push(`panel "${p.title}" query ${t.refId} has no expr`); continue; }
     const bare = t.expr.replace(/"(?:[^"\\]|\\.)*"/g, '""');
-    const metrics = bare.match(/\bpostroom_[a-zA-Z0-9_]+/g) ?? [];
-    if (!metrics.length && !/\bup\{/.test(bare)) problems.push(`panel "${p.title}" query ${t.refId} uses no postroom_ metric`);
+    const metrics = bare.match(/\b(?:postroom|process|nodejs)_[a-zA-Z0-9_]+/g) ?? [];
+    if (!metrics.length && !/\bup\{/.test(bare)) problems.push(`panel "${p.title}" query ${t.refId} uses no metric postroom exports`);
     for (const m of metrics) if (!known.has(m)) problems.push(`panel "${p.title}": ${m} is not exported (src/metrics/metrics.ts)`);
     exprs.push({ panel: p.title, expr: t.expr });
   }
@@ -244,7 +244,8 @@ fi
 dockerfile_check() {
   local f=deploy/Dockerfile problems=()
   grep -qE '^FROM .*:latest' "$f" && problems+=("a base image uses :latest")
-  grep -qE '^ARG NODE_IMAGE=node:20\.[0-9]+-[a-z]+-slim$' "$f" || problems+=("NODE_IMAGE is not a pinned node:20.x-<debian>-slim tag")
+  # A maintained line (README, "Supported Node lines"), pinned to a minor release.
+  grep -qE '^ARG NODE_IMAGE=node:(2[4-9]|[3-9][0-9])\.[0-9]+-[a-z]+-slim$' "$f" || problems+=("NODE_IMAGE is not a pinned node:<24 or newer>.x-<debian>-slim tag")
   [ "$(grep -c '^FROM ' "$f")" -ge 2 ] || problems+=("not multi-stage")
   grep -q -- '--omit=dev' "$f" || problems+=("runtime dependencies are not production-only")
   grep -qE '^USER (node|1000)' "$f" || problems+=("no non-root USER")

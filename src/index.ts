@@ -60,7 +60,7 @@ export { PostroomError, ConfigError, StoreUnavailableError, isPostroomError } fr
 export { ForwardError, HandlerInterruptedError, HandlerTimeoutError, HandlerTransactionClosedError } from './worker/errors.js';
 
 export { createLogger, silentLogger, type Logger } from './logging/logger.js';
-export { createMetrics, type Metrics } from './metrics/metrics.js';
+export { createMetrics, type Metrics, type MetricsOptions } from './metrics/metrics.js';
 
 // The service API client.
 export { createApiClient, createApiClientFromConfig, ApiError, isApiError, type ApiClient, type ApiClientOptions } from './client/index.js';

@@ -117,24 +117,63 @@ def labels_match(selector: dict, labels: dict) -> bool:
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
 
+def render_kustomize(kdir: Path) -> list | None:
+    """The objects `kubectl kustomize` renders, or None when kubectl is not installed."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("kubectl"):
+        return None
+    out = subprocess.run(["kubectl", "kustomize", str(kdir)], capture_output=True, text=True)
+    if out.returncode != 0:
+        problem(f"k8s: kubectl kustomize failed: {out.stderr.strip()[:2000]}")
+        return []
+    return [d for d in yaml.safe_load_all(out.stdout) if d is not None]
+
+
+def check_kustomize_tree(kdir: Path) -> None:
+    """Every kustomization's resources, components and patches exist; every top-level manifest is used."""
+    for kfile in sorted(kdir.rglob("kustomization.yaml")):
+        k = load_all(kfile)[0]
+        rel = kfile.relative_to(kdir.parent)
+        for key in ("resources", "components"):
+            for r in k.get(key, []) or []:
+                if not (kfile.parent / r).exists():
+                    problem(f"{rel}: {key[:-1]} {r} does not exist")
+        for pt in k.get("patches", []) or []:
+            if pt.get("path") and not (kfile.parent / pt["path"]).exists():
+                problem(f"{rel}: patch {pt['path']} does not exist")
+    top = load_all(kdir / "kustomization.yaml")[0]
+    listed = set(top.get("resources", []) or [])
+    optional = {"secret.example.yaml", "podmonitor.yaml", "kustomization.yaml"}
+    for p in kdir.glob("*.yaml"):
+        if p.name not in listed and p.name not in optional:
+            problem(f"k8s/kustomization.yaml: {p.name} is not listed")
+    for overlay in sorted((kdir / "overlays").glob("*")):
+        if f"overlays/{overlay.name}" not in listed:
+            problem(f"k8s/kustomization.yaml: overlays/{overlay.name} is not listed")
+    if "secret.example.yaml" in listed:
+        problem("k8s/kustomization.yaml: must not apply secret.example.yaml")
+
+
 def check_k8s(root: Path) -> str:
     kdir = root / "deploy" / "k8s"
-    docs: list[tuple[str, dict]] = []
-    for p in sorted(kdir.glob("*.yaml")):
+    raw: list[tuple[str, dict]] = []
+    for p in sorted(kdir.rglob("*.yaml")):
         for d in load_all(p):
-            docs.append((p.name, d))
-    by_kind: dict[str, list[tuple[str, dict]]] = {}
-    for fname, d in docs:
+            raw.append((str(p.relative_to(kdir)), d))
+    for fname, d in raw:
         for key in ("apiVersion", "kind"):
             if key not in d:
                 problem(f"k8s/{fname}: a document has no {key}")
-        if d.get("kind") != "Kustomization" and not d.get("metadata", {}).get("name"):
+        if d.get("kind") not in ("Kustomization", "Component") and not d.get("metadata", {}).get("name"):
             problem(f"k8s/{fname}: {d.get('kind')} has no metadata.name")
-        by_kind.setdefault(d.get("kind", "?"), []).append((fname, d))
 
     # Secrets are referenced, never defined (except the clearly named example).
     example_keys: set[str] = set()
-    for fname, d in by_kind.get("Secret", []):
+    for fname, d in raw:
+        if d.get("kind") != "Secret":
+            continue
         if not fname.endswith(".example.yaml"):
             problem(f"k8s/{fname}: defines a Secret; only *.example.yaml may")
         else:
@@ -142,21 +181,19 @@ def check_k8s(root: Path) -> str:
     if not example_keys:
         problem("k8s: no secret.example.yaml documenting the Secret's keys")
 
-    # kustomization lists every manifest except the example and optional CRD users.
-    kust = next((d for f, d in docs if d.get("kind") == "Kustomization"), None)
-    optional = {"secret.example.yaml", "podmonitor.yaml", "kustomization.yaml"}
-    if kust is None:
+    if not (kdir / "kustomization.yaml").exists():
         problem("k8s: kustomization.yaml missing")
-    else:
-        listed = set(kust.get("resources", []))
-        for r in listed:
-            if not (kdir / r).exists():
-                problem(f"k8s/kustomization.yaml: resource {r} does not exist")
-        for p in kdir.glob("*.yaml"):
-            if p.name not in listed and p.name not in optional:
-                problem(f"k8s/kustomization.yaml: {p.name} is not listed")
-        if "secret.example.yaml" in listed:
-            problem("k8s/kustomization.yaml: must not apply secret.example.yaml")
+        return "k8s: no kustomization"
+    check_kustomize_tree(kdir)
+
+    # Base and overlays only make Deployments once rendered: check what is applied.
+    rendered = render_kustomize(kdir)
+    if rendered is None:
+        return f"k8s: {len(raw)} documents; rendered checks skipped (kubectl not installed)"
+    docs = [("kustomize", d) for d in rendered]
+    by_kind: dict[str, list[tuple[str, dict]]] = {}
+    for fname, d in docs:
+        by_kind.setdefault(d.get("kind", "?"), []).append((fname, d))
 
     config = {}
     for _, d in by_kind.get("ConfigMap", []):
@@ -285,7 +322,14 @@ def check_k8s(root: Path) -> str:
             problem(f"k8s/{fname}: Job restartPolicy must be Never or OnFailure")
         if spec["containers"][0].get("args") != ["migrate"]:
             problem(f"k8s/{fname}: the Job should run `migrate`")
-    return f"k8s: {len(docs)} documents, {len(deployments)} Deployments"
+        # A Job's template is immutable: only a name per release lets each release migrate without a hand delete.
+        image = spec["containers"][0].get("image", "")
+        tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
+        if not tag or not j["metadata"]["name"].endswith(f"-{tag}"):
+            problem(f"k8s: the migration Job {j['metadata']['name']} is not named after its image tag {tag!r}")
+        if not j["spec"].get("ttlSecondsAfterFinished"):
+            problem(f"k8s: the migration Job {j['metadata']['name']} has no ttlSecondsAfterFinished (finished Jobs would pile up)")
+    return f"k8s: {len(raw)} documents, rendered {len(docs)} objects, {len(deployments)} Deployments"
 
 
 # ------------------------------------------------------------------- alerts
@@ -298,7 +342,8 @@ def slug(heading: str) -> str:
 
 def metric_names(expr: str) -> set[str]:
     no_strings = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
-    return set(re.findall(r"\bpostroom_[a-zA-Z0-9_]+", no_strings))
+    # postroom's own metrics, and Node's process metrics under their stock names.
+    return set(re.findall(r"\b(?:postroom|process|nodejs)_[a-zA-Z0-9_]+", no_strings))
 
 
 def check_alerts(root: Path, catalogue_path: str | None) -> str:

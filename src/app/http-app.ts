@@ -46,11 +46,11 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
     const status = (err as { status?: unknown } | null)?.status;
     if (typeof status === 'number' && status >= 400 && status < 500) {
       // Caused by the request (anyone can send one): not worth more than a debug line.
-      options.logger.debug({ err: (err as Error).message }, 'malformed request');
+      options.logger.debug({ err }, 'malformed request');
       if (!res.headersSent) res.status(status).json({ error: { code: 'bad_request', message: 'The request could not be understood.' } });
       return;
     }
-    options.logger.error({ err: (err as Error).message }, 'unexpected error');
+    options.logger.error({ err }, 'unexpected error');
     if (!res.headersSent) res.status(500).json({ error: { code: 'internal_error', message: 'Unexpected error.' } });
   });
   return app;

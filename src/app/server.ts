@@ -124,8 +124,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         // Past the ack budget every waiter has been answered 503: abandon the flush and its connection.
         flushTimeoutMs: config.ingress.ackTimeoutMs,
         onFlush: (s) => {
-          metrics.ingestBatchSize.observe(s.rows);
-          metrics.ingestFlushDuration.observe({ ok: String(s.ok) }, s.durationMs / 1000);
+          metrics.ingressBatchSize.observe(s.rows);
+          metrics.ingressFlushDuration.observe({ outcome: s.ok ? 'committed' : 'failed' }, s.durationMs / 1000);
         },
       });
       const core = createIngressCore({
@@ -204,7 +204,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           await writer?.close();
           await endpointSecrets?.close().catch(() => undefined);
           for (const c of components.reverse()) {
-            await c.stop(Math.max(100, deadline - Date.now() - 500)).catch((err) => logger.error({ err: describeError(err), component: c.name }, 'component did not stop cleanly'));
+            await c.stop(Math.max(100, deadline - Date.now() - 500)).catch((err) => logger.error({ err, component: c.name }, 'component did not stop cleanly'));
           }
           if (ownsDb) await db.close();
         })();

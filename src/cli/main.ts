@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { VERSION } from '../version.js';
 import type { Env } from '../config/env.js';
 import { describeError, isPostroomError } from '../errors.js';
 import { createCliContext, type CliContext } from './context.js';
@@ -32,10 +33,13 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
 
 export const EXIT = { ok: 0, error: 1, usage: 64 } as const;
 
+const USAGE_HINT = '(run with --help for usage)';
+
 export function buildProgram(ctx: CliContext): Command {
   const program = new Command('postroom')
     .description('Receive, verify, de-duplicate and process the Correspondence Delivery Service\'s webhook events, and reconcile every one that was missed.')
-    .showHelpAfterError('(run with --help for usage)')
+    .version(VERSION, '-V, --version', 'print the version')
+    .showHelpAfterError(USAGE_HINT)
     // Options after a subcommand belong to that subcommand (`sandbox trigger --key …`), not its parent.
     .enablePositionalOptions()
     .configureOutput({
@@ -66,6 +70,7 @@ function allCommands(cmd: Command): Command[] {
 /** Runs the CLI; returns the process exit code. Never prints a stack trace for expected errors. */
 export async function main(argv: string[], env: Env, io?: Io): Promise<number> {
   const realIo: Io = io ?? { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY) && env.CI !== 'true' };
+  if (io === undefined) endQuietlyOnClosedPipe();
   const ctx = createCliContext(env, realIo);
   const program = buildProgram(ctx);
   let code: number = EXIT.ok;
@@ -76,6 +81,10 @@ export async function main(argv: string[], env: Env, io?: Io): Promise<number> {
     if (err instanceof CommanderError) {
       // Help and version exit with 0; usage errors were already printed by commander.
       code = err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    } else if (isPostroomError(err) && err.code === 'invalid_flag') {
+      // A bad option value is a usage error, like an unknown option: the message names the accepted values.
+      realIo.stderr.write(`postroom: ${err.message}\n${USAGE_HINT}\n`);
+      code = EXIT.usage;
     } else if (isPostroomError(err)) {
       realIo.stderr.write(`postroom: ${err.message}\n`);
       code = typeof err.details?.exitCode === 'number' ? err.details.exitCode : EXIT.error;
@@ -89,4 +98,17 @@ export async function main(argv: string[], env: Env, io?: Io): Promise<number> {
   }
   if (io === undefined) process.exitCode = code;
   return code;
+}
+
+/**
+ * `postroom … | head -1`: once the reader has gone, writes fail with EPIPE, which as an
+ * unhandled stream error would end the process with a stack trace. Nobody is reading,
+ * so the rest of the output is dropped and the command finishes as it would have.
+ */
+function endQuietlyOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err;
+    });
+  }
 }

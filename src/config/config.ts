@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { ConfigError } from '../errors.js';
+import { DEFAULT_SCHEMA, isValidSchemaName } from '../db/schema.js';
 import { SIGNED_PAYLOAD_SCHEMES, type SignedPayloadScheme } from '../signature/index.js';
 import type { Env } from './env.js';
 import { int, list, oneOf, str, url } from './parse.js';
@@ -17,6 +18,8 @@ export interface DatabaseConfig {
   poolSize: number;
   /** statement_timeout of every pooled connection; the client abandons the connection shortly after. 0: none. */
   statementTimeoutMs: number;
+  /** The Postgres schema postroom's tables live in (never public: an embedder's tables may be there). */
+  schema: string;
 }
 
 export interface IngressConfig {
@@ -94,6 +97,10 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     throw new ConfigError('POSTROOM_ENCRYPTION_KEY', 'expected 32 random bytes as 64 hex characters or base64 (generate one with `openssl rand -hex 32`)');
   }
   const metricsPortRaw = str(env, 'POSTROOM_METRICS_PORT');
+  const schema = str(env, 'POSTROOM_DB_SCHEMA') ?? DEFAULT_SCHEMA;
+  if (!isValidSchemaName(schema)) {
+    throw new ConfigError('POSTROOM_DB_SCHEMA', `expected a lower-case schema name (letters, digits, _; at most 63; not public or pg_*), got "${schema.length > 40 ? `${schema.slice(0, 40)}…` : schema}"`);
+  }
 
   return {
     nodeEnv,
@@ -104,6 +111,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
       dataDir,
       poolSize: int(env, 'POSTROOM_DB_POOL_SIZE', 4, { min: 1, max: 100 }),
       statementTimeoutMs: int(env, 'POSTROOM_DB_STATEMENT_TIMEOUT_MS', 60_000, { min: 0, max: 3_600_000 }),
+      schema,
     },
     ingress: {
       host: str(env, 'HOST') ?? '127.0.0.1',

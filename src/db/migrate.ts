@@ -4,7 +4,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PostroomError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
-import type { Db, Queryable } from './types.js';
+import { LEGACY_SCHEMA } from './schema.js';
+import type { Db, Queryable, Session } from './types.js';
 
 /** Both src/db and dist/db sit two levels below the package root, beside migrations/. */
 export const DEFAULT_MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
@@ -80,14 +81,134 @@ export async function migrationStatus(db: Db, dir?: string): Promise<MigrationSt
   return compare(readMigrations(dir), await appliedMigrations(db));
 }
 
+type ObjectKind = 'relation' | 'type' | 'function';
+
+/**
+ * The objects a migration creates, by name: what the move from `public` has to take
+ * along. Indexes, constraints, triggers and owned sequences (identity, serial) follow
+ * their table on their own; a later `RENAME TO` is followed too.
+ */
+export function objectsCreatedBy(sql: string): Array<{ kind: ObjectKind; name: string }> {
+  const code = sql.replace(/--[^\n]*/g, '').replace(/\/\*[\s\S]*?\*\//g, '');
+  const ident = String.raw`(?:public\.)?(?:"((?:[^"]|"")+)"|([A-Za-z_][A-Za-z0-9_$]*))`;
+  const ifNotExists = String.raw`(?:IF\s+NOT\s+EXISTS\s+)?`;
+  const patterns: Array<[ObjectKind, string]> = [
+    ['relation', String.raw`\bCREATE\s+(?:UNLOGGED\s+)?(?:TABLE|SEQUENCE)\s+${ifNotExists}${ident}`],
+    ['relation', String.raw`\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:MATERIALIZED\s+)?VIEW\s+${ifNotExists}${ident}`],
+    ['relation', String.raw`\bALTER\s+(?:TABLE|SEQUENCE|VIEW|MATERIALIZED\s+VIEW)\s+(?:IF\s+EXISTS\s+)?(?:ONLY\s+)?(?:public\.)?(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)\s+RENAME\s+TO\s+${ident}`],
+    ['type', String.raw`\bCREATE\s+(?:TYPE|DOMAIN)\s+${ident}`],
+    ['function', String.raw`\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:FUNCTION|PROCEDURE)\s+${ident}`],
+  ];
+  const out: Array<{ kind: ObjectKind; name: string }> = [];
+  for (const [kind, source] of patterns) {
+    for (const m of code.matchAll(new RegExp(source, 'gi'))) {
+      // Quoted names keep their case; unquoted ones fold to lower case, as Postgres does.
+      const name = m[1] !== undefined ? m[1].replaceAll('""', '"') : m[2]!.toLowerCase();
+      out.push({ kind, name });
+    }
+  }
+  return out;
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+async function schemaExists(db: Queryable, schema: string): Promise<boolean> {
+  const res = await db.query<{ present: boolean }>('SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS present', [schema]);
+  return res.rows[0]?.present === true;
+}
+
+async function ledgerIn(db: Queryable, schema: string): Promise<boolean> {
+  const res = await db.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${quoteIdent(schema)}.postroom_migrations`]);
+  return res.rows[0]?.present === true;
+}
+
+/**
+ * Installations before the schema layout kept their tables (and the migration ledger)
+ * in `public`. Moves every object their applied migrations created into `schema`, in
+ * one transaction: ALTER … SET SCHEMA rewrites no data, so no row can be lost, and a
+ * failure leaves everything where it was. Objects that are not postroom's stay put.
+ */
+async function moveLegacyInstallation(session: Session, schema: string, files: MigrationFile[], logger: Logger | undefined): Promise<void> {
+  if (!(await ledgerIn(session, LEGACY_SCHEMA)) || (await ledgerIn(session, schema))) return;
+  await session.transaction(async (tx) => {
+    const ledger = await tx.query<{ version: number }>(`SELECT version FROM ${LEGACY_SCHEMA}.postroom_migrations ORDER BY version`);
+    const known = new Map(files.map((f) => [f.version, f]));
+    const unknown = ledger.rows.map((r) => Number(r.version)).filter((v) => !known.has(v));
+    if (unknown.length) {
+      throw new PostroomError(
+        'migration_unknown_versions',
+        `The installation in schema public has migrations this build does not know (${unknown.join(', ')}); move it with the build that applied them.`,
+        { details: { unknown } },
+      );
+    }
+    if (!(await schemaExists(tx, schema))) await tx.exec(`CREATE SCHEMA ${quoteIdent(schema)}`);
+    const moved: string[] = [];
+    const seen = new Set<string>();
+    for (const r of ledger.rows) {
+      for (const object of objectsCreatedBy(known.get(Number(r.version))!.sql)) {
+        const id = `${object.kind}:${object.name}`;
+        if (seen.has(id)) continue;
+        seen.add(id);
+        const statement = await legacyMoveStatement(tx, object.kind, object.name, schema);
+        if (!statement) continue;
+        await tx.exec(statement);
+        moved.push(object.name);
+      }
+    }
+    await tx.exec(`ALTER TABLE ${LEGACY_SCHEMA}.postroom_migrations SET SCHEMA ${quoteIdent(schema)}`);
+    logger?.info({ from: LEGACY_SCHEMA, to: schema, moved }, 'moved the existing installation into its own schema');
+  });
+}
+
+const RELATION_KEYWORD: Record<string, string> = { r: 'TABLE', p: 'TABLE', v: 'VIEW', m: 'MATERIALIZED VIEW', S: 'SEQUENCE', f: 'FOREIGN TABLE' };
+
+/** The ALTER … SET SCHEMA for one object still in public, or undefined when it is not there (dropped, or a relation owned by a table). */
+async function legacyMoveStatement(tx: Queryable, kind: ObjectKind, name: string, schema: string): Promise<string | undefined> {
+  const target = `${LEGACY_SCHEMA}.${quoteIdent(name)}`;
+  if (kind === 'relation') {
+    const res = await tx.query<{ relkind: string; owned: boolean }>(
+      `SELECT c.relkind, EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i')) AS owned
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2`,
+      [LEGACY_SCHEMA, name],
+    );
+    const row = res.rows[0];
+    const keyword = row && RELATION_KEYWORD[row.relkind];
+    // A sequence owned by a column moves with its table; moving it on its own is refused.
+    if (!row || !keyword || (row.relkind === 'S' && row.owned)) return undefined;
+    return `ALTER ${keyword} ${target} SET SCHEMA ${quoteIdent(schema)}`;
+  }
+  if (kind === 'type') {
+    const res = await tx.query<{ typtype: string }>(
+      `SELECT t.typtype FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = $1 AND t.typname = $2`,
+      [LEGACY_SCHEMA, name],
+    );
+    const row = res.rows[0];
+    if (!row) return undefined;
+    return `ALTER ${row.typtype === 'd' ? 'DOMAIN' : 'TYPE'} ${target} SET SCHEMA ${quoteIdent(schema)}`;
+  }
+  const res = await tx.query<{ signature: string; prokind: string }>(
+    `SELECT p.oid::regprocedure::text AS signature, p.prokind FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = $2`,
+    [LEGACY_SCHEMA, name],
+  );
+  if (!res.rows.length) return undefined;
+  // Every overload of the name, each by its full signature.
+  return res.rows.map((r) => `ALTER ${r.prokind === 'p' ? 'PROCEDURE' : 'FUNCTION'} ${r.signature} SET SCHEMA ${quoteIdent(schema)}`).join(';\n');
+}
+
 /**
  * Applies pending migrations, each in its own transaction together with its
  * bookkeeping row, while holding an advisory lock so replicas starting together
- * migrate once.
+ * migrate once. First makes sure the installation's schema exists, and moves an
+ * installation from the layout before it (tables in `public`) there.
  */
 export async function migrate(db: Db, options: { logger?: Logger; dir?: string } = {}): Promise<{ applied: MigrationFile[] }> {
   const files = readMigrations(options.dir);
   const result = await db.withAdvisoryLock('migrate', async (session) => {
+    await moveLegacyInstallation(session, db.schema, files, options.logger);
+    // Checked first: CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when the schema is there.
+    if (!(await schemaExists(session, db.schema))) await session.exec(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(db.schema)}`);
     await session.exec(BOOKKEEPING);
     const status = compare(files, await appliedMigrations(session));
     for (const file of status.pending) {

@@ -12,6 +12,7 @@ export async function openDb(config: Config, logger: Logger, options: { poolSize
       poolSize: options.poolSize ?? config.database.poolSize,
       statementTimeoutMs: config.database.statementTimeoutMs,
       logger,
+      schema: config.database.schema,
       ...(options.applicationName ? { applicationName: options.applicationName } : {}),
     });
   }
@@ -21,5 +22,5 @@ export async function openDb(config: Config, logger: Logger, options: { poolSize
       'NODE_ENV=production without DATABASE_URL: using the EMBEDDED development store, which is single-process and NOT crash-durable. Set DATABASE_URL to a Postgres database for production.',
     );
   }
-  return createPgliteDb({ dataDir: config.database.dataDir });
+  return createPgliteDb({ dataDir: config.database.dataDir, schema: config.database.schema });
 }

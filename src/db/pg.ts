@@ -1,12 +1,22 @@
 import pg from 'pg';
-import { StoreUnavailableError } from '../errors.js';
+import { PostroomError, StoreUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import { advisoryKey } from './advisory-key.js';
+import { assertSchemaName, DEFAULT_SCHEMA, scopedLockName, searchPath } from './schema.js';
 import type { Db, Queryable, QueryResult, Session } from './types.js';
 
 export interface PgDbOptions {
-  url: string;
-  poolSize: number;
+  /** Where to connect; or pass `pool`. */
+  url?: string;
+  /** Connections in postroom's own pool (ignored with `pool`). */
+  poolSize?: number;
+  /**
+   * The application's own pool, shared rather than a second one opened. postroom sets
+   * its schema in front of the search_path on each connection it checks out and puts the previous value back
+   * before returning it, so the application's queries never see postroom's schema;
+   * that costs two round trips per checkout. postroom never ends this pool.
+   */
+  pool?: pg.Pool;
   logger: Logger;
   /** Fail fast when the server is gone, so ingress can answer 503 within its ack budget. */
   connectTimeoutMs?: number;
@@ -20,6 +30,8 @@ export interface PgDbOptions {
   statementTimeoutMs?: number;
   /** TCP keepalive probes start after this much idleness (default 10 s). */
   keepAliveInitialDelayMs?: number;
+  /** The schema postroom's tables live in (default `postroom`); created by `migrate`. */
+  schema?: string;
 }
 
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 60_000;
@@ -73,7 +85,7 @@ async function checkout(pool: pg.Pool, logger: Logger): Promise<{ client: pg.Poo
   let lost = false;
   const onError = (err: Error): void => {
     lost = true;
-    logger.warn({ err: err.message }, 'database connection lost while in use');
+    logger.warn({ err }, 'database connection lost while in use');
   };
   client.on('error', onError);
   return {
@@ -85,35 +97,91 @@ async function checkout(pool: pg.Pool, logger: Logger): Promise<{ client: pg.Poo
   };
 }
 
+// Read the previous value before setting: a materialised CTE is evaluated first. The
+// application's path stays behind postroom's schema, so handlers reach its tables.
+const SWITCH_SEARCH_PATH = `WITH previous AS MATERIALIZED (SELECT current_setting('search_path') AS value)
+  SELECT value AS previous, set_config('search_path', CASE WHEN value = '' THEN $1 ELSE $1 || ', ' || value END, false) FROM previous`;
+
 export function createPgDb(options: PgDbOptions): Db {
   const statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   const keepAliveInitialDelayMillis = options.keepAliveInitialDelayMs ?? 10_000;
-  const pool = new pg.Pool({
-    connectionString: options.url,
-    max: options.poolSize,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
-    idleTimeoutMillis: 30_000,
-    keepAlive: true,
-    keepAliveInitialDelayMillis,
-    application_name: options.applicationName ?? 'postroom',
-    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + CLIENT_GRACE_MS } : {}),
-  });
+  const schema = assertSchemaName(options.schema ?? DEFAULT_SCHEMA);
+  const external = options.pool;
+  if (!external && !options.url) throw new PostroomError('db_config_invalid', 'createPgDb needs a url or an existing pool');
+  const pool =
+    external ??
+    new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 4,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+      keepAliveInitialDelayMillis,
+      application_name: options.applicationName ?? 'postroom',
+      // A startup parameter rather than a SET after connecting: no extra round trip, and
+      // no window in which a fresh connection could resolve a name outside the schema.
+      options: `-c search_path=${searchPath(schema)}`,
+      ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + CLIENT_GRACE_MS } : {}),
+    });
   // An idle client dropped by the server emits here; without a listener the process would crash.
-  pool.on('error', (err) => options.logger.warn({ err: err.message }, 'idle database connection lost'));
-  const base = wrap(pool);
+  // The application's own pool is left to the application's listeners.
+  if (!external) pool.on('error', (err) => options.logger.warn({ err }, 'idle database connection lost'));
+
+  /** A connection with postroom's schema on its search_path until it is released. */
+  const acquire = async (): Promise<{ client: pg.PoolClient; release(destroy?: boolean): void }> => {
+    const lease = await checkout(pool, options.logger);
+    if (!external) return lease;
+    let previous: string;
+    try {
+      previous = (await lease.client.query<{ previous: string }>(SWITCH_SEARCH_PATH, [schema])).rows[0]!.previous;
+    } catch (err) {
+      lease.release(true);
+      throw err;
+    }
+    return {
+      client: lease.client,
+      release(destroy) {
+        if (destroy) return lease.release(true);
+        // Back in the pool only once the application's search_path is restored; a connection that cannot be restored is dropped.
+        lease.client.query(`SELECT set_config('search_path', $1, false)`, [previous]).then(
+          () => lease.release(),
+          () => lease.release(true),
+        );
+      },
+    };
+  };
+
+  const base: Queryable = external
+    ? {
+        async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+          const { client, release } = await acquire();
+          try {
+            return await wrap(client).query<R>(sql, params);
+          } finally {
+            // Outside a transaction a failed query leaves the session usable; a lost one fails the restore and is dropped.
+            release();
+          }
+        },
+        async exec(sql: string): Promise<void> {
+          await this.query(sql);
+        },
+      }
+    : wrap(pool);
+
   const listeners = new Set<pg.Client>();
 
   return {
     kind: 'postgres',
+    schema,
     query: base.query,
     exec: base.exec,
 
     async queryWithin<R>(timeoutMs: number, sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      return boundedQuery<R>(pool, options.logger, timeoutMs, sql, params);
+      return boundedQuery<R>(acquire, timeoutMs, sql, params);
     },
 
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      const { client, release } = await checkout(pool, options.logger);
+      const { client, release } = await acquire();
       const result = await inTransaction(client, fn);
       // A connection whose ROLLBACK failed is in an unknown state: destroy it rather than reuse it.
       release('broken' in result && result.broken);
@@ -126,12 +194,13 @@ export function createPgDb(options: PgDbOptions): Db {
       let client: pg.Client | undefined;
       let retryTimer: NodeJS.Timeout | undefined;
       const connect = async (): Promise<void> => {
-        const c = new pg.Client({ connectionString: options.url, connectionTimeoutMillis: options.connectTimeoutMs ?? 3000, keepAlive: true, keepAliveInitialDelayMillis });
+        // A connection of its own even with the application's pool: LISTEN holds it for good.
+        const c = new pg.Client({ ...(external ? external.options : { connectionString: options.url }), connectionTimeoutMillis: options.connectTimeoutMs ?? 3000, keepAlive: true, keepAliveInitialDelayMillis });
         c.on('notification', (msg) => {
           if (msg.channel === channel) onPayload(msg.payload ?? '');
         });
         c.on('error', (err) => {
-          options.logger.warn({ err: err.message, channel }, 'notification connection lost; reconnecting');
+          options.logger.warn({ err, channel }, 'notification connection lost; reconnecting');
           listeners.delete(c);
           c.end().catch(() => undefined);
           scheduleReconnect();
@@ -157,7 +226,7 @@ export function createPgDb(options: PgDbOptions): Db {
         await connect();
       } catch (err) {
         // Polling covers the gap; keep trying in the background.
-        options.logger.warn({ err: (err as Error).message, channel }, 'could not LISTEN; will retry');
+        options.logger.warn({ err, channel }, 'could not LISTEN; will retry');
         scheduleReconnect();
       }
       return async () => {
@@ -175,8 +244,9 @@ export function createPgDb(options: PgDbOptions): Db {
     },
 
     async withAdvisoryLock(name, fn, opts = {}) {
-      const key = advisoryKey(name).toString();
-      const { client, release } = await checkout(pool, options.logger);
+      // Two postroom installations in one database (different schemas) must not share locks.
+      const key = advisoryKey(scopedLockName(schema, name)).toString();
+      const { client, release } = await acquire();
       let held = false;
       let broken = false;
       let exempted = false;
@@ -228,7 +298,7 @@ export function createPgDb(options: PgDbOptions): Db {
     async close() {
       for (const c of listeners) await c.end().catch(() => undefined);
       listeners.clear();
-      await pool.end();
+      if (!external) await pool.end();
     },
   };
 }
@@ -239,7 +309,12 @@ export function createPgDb(options: PgDbOptions): Db {
  * half-open, or its backend stopped) is destroyed rather than handed back, so the
  * next statement runs on another one. Waiting for a free connection counts too.
  */
-async function boundedQuery<R>(pool: pg.Pool, logger: Logger, timeoutMs: number, sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+async function boundedQuery<R>(
+  acquire: () => Promise<{ client: pg.PoolClient; release(destroy?: boolean): void }>,
+  timeoutMs: number,
+  sql: string,
+  params?: readonly unknown[],
+): Promise<QueryResult<R>> {
   let timer: NodeJS.Timeout | undefined;
   let expired = false;
   const deadline = new Promise<never>((_, reject) => {
@@ -248,7 +323,7 @@ async function boundedQuery<R>(pool: pg.Pool, logger: Logger, timeoutMs: number,
       reject(new StoreUnavailableError(`the database did not answer within ${timeoutMs} ms; connection abandoned`));
     }, Math.max(1, timeoutMs));
   });
-  const checkedOut = checkout(pool, logger);
+  const checkedOut = acquire();
   let leased = false;
   try {
     const lease = await Promise.race([checkedOut, deadline]);

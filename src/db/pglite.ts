@@ -1,12 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { PostroomError, StoreUnavailableError } from '../errors.js';
+import { assertSchemaName, DEFAULT_SCHEMA, searchPath } from './schema.js';
 import type { Db, Queryable, QueryResult } from './types.js';
 
 export interface PgliteDbOptions {
   /** A folder for the data, or undefined for a throw-away in-memory database (tests). */
   dataDir: string | undefined;
+  /** The schema postroom's tables live in (default `postroom`). */
+  schema?: string;
 }
 
 interface PgliteLike {
@@ -73,10 +76,16 @@ function processAlive(pid: number): boolean {
 }
 
 export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
+  const schema = assertSchemaName(options.schema ?? DEFAULT_SCHEMA);
   const release = options.dataDir ? acquireFolderLock(options.dataDir) : () => undefined;
   let pglite: PGlite;
   try {
+    // Loaded on first use: an application on Postgres never evaluates PGlite (about half of the install).
+    const { PGlite } = await import('@electric-sql/pglite');
     pglite = options.dataDir ? await PGlite.create(path.join(options.dataDir, 'pgdata')) : await PGlite.create();
+    // One connection for the whole process, so a session setting covers every query. The
+    // store is postroom's own, so the schema is made here: raw SQL works before migrate too.
+    await pglite.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${searchPath(schema)};`);
   } catch (err) {
     release();
     throw new PostroomError('embedded_store_failed', `Could not open the embedded database${options.dataDir ? ` in ${options.dataDir}` : ''}: ${(err as Error).message}`, { cause: err });
@@ -88,6 +97,7 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
 
   return {
     kind: 'pglite',
+    schema,
     query: base.query,
     exec: base.exec,
     // One in-process connection: nothing to abandon, so the caller just stops waiting.

@@ -30,6 +30,8 @@ export interface Db extends Queryable {
    * every one after it. For paths with a promise to keep (ingress acks, probes, scrapes).
    */
   queryWithin<R = Record<string, unknown>>(timeoutMs: number, sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+  /** The schema postroom's tables live in; every connection has it first on its search_path. */
+  readonly schema: string;
   /** BEGIN … COMMIT around fn; ROLLBACK when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Notifications are hints: a listener may miss some (reconnects), so callers also poll. */

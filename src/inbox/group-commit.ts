@@ -100,7 +100,7 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
         return out;
       }
       const e = events[0]!;
-      options.logger.warn({ event_id: e.eventId, err: describeError(err) }, 'event refused by the store; keeping it as quarantined');
+      options.logger.warn({ event_id: e.eventId, err }, 'event refused by the store; keeping it as quarantined');
       const quarantined: NewInboxEvent = {
         ...e,
         status: 'quarantined',

@@ -1,5 +1,4 @@
 import type { Clock } from '../clock.js';
-import { describeError } from '../errors.js';
 import type { InboxWriter } from '../inbox/group-commit.js';
 import type { Logger } from '../logging/logger.js';
 import { verifySignature, type SignatureFailureReason, type SignedPayloadScheme } from '../signature/index.js';
@@ -58,7 +57,7 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
         secretSet = await options.secrets.secretsFor(endpointId);
       } catch (err) {
         // Stored secrets unreadable (store down, nothing cached): the sender must retry, not give up.
-        logger.error({ endpoint_id: endpointId, err: describeError(err) }, 'could not load signing secrets; answering 503');
+        logger.error({ endpoint_id: endpointId, err }, 'could not load signing secrets; answering 503');
         return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'store_error' };
       }
       const signatureHeader = headers['x-service-signature'];
@@ -129,7 +128,7 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
         }
         return { kind: result, eventId: envelope.eventId, secretLabel, skewSeconds: verified.skewSeconds };
       } catch (err) {
-        logger.error({ event_id: envelope.eventId, err: describeError(err) }, 'inbox write failed; answering 503 so the sender retries');
+        logger.error({ event_id: envelope.eventId, err }, 'inbox write failed; answering 503 so the sender retries');
         return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'store_error' };
       } finally {
         clearTimeout(timer);

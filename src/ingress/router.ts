@@ -42,11 +42,11 @@ export function createIngressRouter(options: IngressRouterOptions): express.Rout
     const client = clientError(err);
     if (client) {
       // Anyone can send these unsigned: logging them louder than debug would let them flood the log.
-      options.logger.debug({ err: (err as Error).message, method: req.method }, 'malformed request to the webhook route');
+      options.logger.debug({ err, method: req.method }, 'malformed request to the webhook route');
       sendJson(res, client.status, errorBody(client.code, client.message));
       return;
     }
-    options.logger.error({ err: (err as Error).message }, 'unexpected error in the webhook route');
+    options.logger.error({ err }, 'unexpected error in the webhook route');
     sendJson(res, 500, errorBody('internal_error', 'Unexpected error.'));
   });
   return router;

@@ -35,6 +35,36 @@ export const REDACT_PATHS = [
   '*.forwardSecret',
 ];
 
+/**
+ * Credentials that can end up inside error text (a driver echoing a connection string,
+ * a failed request quoting its headers). Path redaction never sees inside a string,
+ * so error messages and stacks are scrubbed of these shapes before they are written.
+ */
+const SECRET_IN_TEXT: Array<[RegExp, string]> = [
+  [/\b(whsec_)[A-Za-z0-9+/=_-]+/g, '$1[redacted]'],
+  [/\b(svc_(?:live|sandbox)_)[A-Za-z0-9_-]+/g, '$1[redacted]'],
+  [/\b(Bearer\s+)[^\s"',;]+/gi, '$1[redacted]'],
+  [/\b(v1=)[0-9a-fA-F]{16,}/g, '$1[redacted]'],
+  // user:password@ in URLs (postgres://postroom:pw@db/…)
+  [/(\/\/[^/\s:@]+:)[^/\s@]+@/g, '$1[redacted]@'],
+];
+
+export function scrubSecrets(text: string): string {
+  return SECRET_IN_TEXT.reduce((t, [re, replacement]) => t.replace(re, replacement), text);
+}
+
+/**
+ * Errors are logged as `{ err }` so pino keeps their type, stack, cause and code; this
+ * is pino's own serializer with the text scrubbed. A string logged as `err` is scrubbed too.
+ */
+function serializeError(err: unknown): unknown {
+  if (typeof err === 'string') return scrubSecrets(err);
+  const out = pino.stdSerializers.err(err as Error) as unknown as Record<string, unknown>;
+  if (out === err || typeof out !== 'object' || out === null) return out;
+  for (const key of ['message', 'stack'] as const) if (typeof out[key] === 'string') out[key] = scrubSecrets(out[key]);
+  return out;
+}
+
 export interface LoggerOptions {
   level: string;
   pretty?: boolean;
@@ -55,6 +85,7 @@ export function createLogger(options: LoggerOptions): Logger {
     level: options.level,
     base: options.base ?? { service: 'postroom' },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    serializers: { err: serializeError },
     timestamp: pino.stdTimeFunctions.isoTime,
     ...(redactor ? { hooks: { streamWrite: (line: string) => redactor.text(line) } } : {}),
   };

@@ -7,14 +7,28 @@ export { EVENT_TYPE_LABELS };
 const ACK_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 const WORK_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30];
 
+export interface MetricsOptions {
+  version?: string;
+  /**
+   * The application's registry, so its /metrics shows postroom's series beside its own.
+   * Without one, postroom has a registry of its own (tests and embedders can run several
+   * instances side by side). One postroom instance per registry: names are registered once.
+   */
+  registry?: Registry;
+  /** Node's process metrics; default on with postroom's own registry, off with the application's (it collects them itself). */
+  defaultMetrics?: boolean;
+}
+
 /**
- * Every metric postroom exports, on a registry owned by one app instance (so
- * tests and embedders can run several side by side). Names carry the
- * `postroom_` prefix and base units; labels are low-cardinality by construction.
+ * Every metric postroom exports, on a registry owned by one app instance or the
+ * application's. Names carry the `postroom_` prefix (ingress ones `postroom_ingress_`)
+ * and base units; labels are low-cardinality by construction, and an outcome is always
+ * an `outcome` label. Node's process metrics keep their stock names.
  */
-export function createMetrics(options: { version?: string; defaultMetrics?: boolean } = {}) {
-  const registry = new Registry();
-  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'postroom_' });
+export function createMetrics(options: MetricsOptions = {}) {
+  const registry = options.registry ?? new Registry();
+  // Unprefixed (process_*, nodejs_*): stock Node dashboards and alerts expect those names.
+  if (options.defaultMetrics ?? options.registry === undefined) collectDefaultMetrics({ register: registry });
   const r = [registry];
 
   const m = {
@@ -47,8 +61,14 @@ export function createMetrics(options: { version?: string; defaultMetrics?: bool
       buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300],
       registers: r,
     }),
-    ingestBatchSize: new Histogram({ name: 'postroom_ingest_batch_rows', help: 'Rows per group-commit flush.', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], registers: r }),
-    ingestFlushDuration: new Histogram({ name: 'postroom_ingest_flush_duration_seconds', help: 'Duration of one group-commit flush (insert and commit).', labelNames: ['ok'], buckets: ACK_BUCKETS, registers: r }),
+    ingressBatchSize: new Histogram({ name: 'postroom_ingress_batch_rows', help: 'Rows per group-commit flush.', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], registers: r }),
+    ingressFlushDuration: new Histogram({
+      name: 'postroom_ingress_flush_duration_seconds',
+      help: 'Duration of one group-commit flush (insert and commit), by outcome (committed, failed).',
+      labelNames: ['outcome'],
+      buckets: ACK_BUCKETS,
+      registers: r,
+    }),
 
     inboxEvents: new Gauge({ name: 'postroom_inbox_events', help: 'Inbox events by status (from the database, at scrape time).', labelNames: ['status'], registers: r }),
     inboxOldestUnfinishedAge: new Gauge({
@@ -58,8 +78,14 @@ export function createMetrics(options: { version?: string; defaultMetrics?: bool
     }),
     handlerDuration: new Histogram({ name: 'postroom_handler_duration_seconds', help: 'Handler run time by event type.', labelNames: ['event_type'], buckets: WORK_BUCKETS, registers: r }),
     handlerFailures: new Counter({ name: 'postroom_handler_failures_total', help: 'Handler attempts that threw, by event type.', labelNames: ['event_type'], registers: r }),
-    eventsProcessed: new Counter({ name: 'postroom_events_processed_total', help: 'Events finished by the worker, by event type and final status.', labelNames: ['event_type', 'status'], registers: r }),
-    eventsDead: new Counter({ name: 'postroom_events_dead_total', help: 'Events that exhausted their attempts and went dead, by event type.', labelNames: ['event_type'], registers: r }),
+    // The one count of finished events: dead ones are status="dead" here (from a handler's
+    // last attempt or an expired lease), not also in a second counter.
+    eventsProcessed: new Counter({
+      name: 'postroom_events_processed_total',
+      help: 'Events finished by the worker, by event type and final status (processed, skipped, quarantined, dead).',
+      labelNames: ['event_type', 'status'],
+      registers: r,
+    }),
 
     reconcileRuns: new Counter({ name: 'postroom_reconcile_runs_total', help: 'Reconcile runs by outcome (clean, gaps_open, failed, skipped_not_leader).', labelNames: ['outcome'], registers: r }),
     reconcileDuration: new Histogram({ name: 'postroom_reconcile_duration_seconds', help: 'Reconcile run duration.', buckets: [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600], registers: r }),
@@ -72,6 +98,9 @@ export function createMetrics(options: { version?: string; defaultMetrics?: bool
     apiDuration: new Histogram({ name: 'postroom_api_request_duration_seconds', help: 'Service API request duration by operation.', labelNames: ['operation'], buckets: WORK_BUCKETS, registers: r }),
   };
   m.buildInfo.set({ version: options.version ?? 'dev', node_version: process.version }, 1);
+  // Every dead series exists at 0 from the start: a counter series that first appears at 1
+  // shows no increase(), so the first dead event of a type would never fire PostroomEventsDead.
+  for (const eventType of [...EVENT_TYPE_LABELS, 'other']) m.eventsProcessed.inc({ event_type: eventType, status: 'dead' }, 0);
   return m;
 }
 

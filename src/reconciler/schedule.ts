@@ -1,6 +1,6 @@
 import cron from 'node-cron';
 import type { Component } from '../app/server.js';
-import { ConfigError, describeError } from '../errors.js';
+import { ConfigError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import type { Reconciler } from './reconcile.js';
 
@@ -22,7 +22,7 @@ export function createReconcileSchedule(options: { reconciler: Reconciler; expre
       task = cron.schedule(
         options.expression,
         async () => {
-          current = options.reconciler.run({ signal: abort.signal }).catch((err) => options.logger.error({ err: describeError(err) }, 'reconcile run failed; the next tick retries'));
+          current = options.reconciler.run({ signal: abort.signal }).catch((err) => options.logger.error({ err }, 'reconcile run failed; the next tick retries'));
           await current;
           current = undefined;
         },

@@ -76,7 +76,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       const d = ready[head++]!;
       inFlight++;
       const p: Promise<void> = attempt(d)
-        .catch((err: unknown) => logger.error({ err: describeError(err), delivery_id: d.deliveryId }, 'sandbox dispatcher: unexpected error'))
+        .catch((err: unknown) => logger.error({ err, delivery_id: d.deliveryId }, 'sandbox dispatcher: unexpected error'))
         .finally(() => {
           inFlight--;
           running.delete(p);

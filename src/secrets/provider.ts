@@ -118,10 +118,10 @@ export function createEndpointSecretProvider(options: EndpointSecretProviderOpti
       } catch (err) {
         if (cached) {
           // Better to verify with what we had seconds ago than to refuse every delivery while the store blips.
-          logger.warn({ endpoint_id: endpointId, err: describeError(err) }, 'could not reload endpoint secrets; using the cached ones');
+          logger.warn({ endpoint_id: endpointId, err }, 'could not reload endpoint secrets; using the cached ones');
           return toSet(cached.candidates, clock.now());
         }
-        logger.error({ endpoint_id: endpointId, err: describeError(err) }, 'could not load endpoint secrets');
+        logger.error({ endpoint_id: endpointId, err }, 'could not load endpoint secrets');
         throw new StoreUnavailableError(`could not load the secrets of endpoint ${endpointId}: ${describeError(err)}`, { cause: err });
       }
     },

@@ -60,7 +60,7 @@ export async function processClaimed<Api>(bc: BatchContext<Api>, claimed: readon
     return await bc.db.transaction((tx) => runBatch(bc, tx, entries, held));
   } catch (err) {
     if (entries.length === 1) return recordFailure(bc, entries[0]!, err, held);
-    bc.logger.warn({ err: describeError(err), events: entries.length }, 'batch transaction failed; running its events one at a time');
+    bc.logger.warn({ err, events: entries.length }, 'batch transaction failed; running its events one at a time');
   }
   const outcomes: EventOutcome[] = [];
   for (const entry of entries) {
@@ -163,7 +163,7 @@ async function recordFailure<Api>(bc: BatchContext<Api>, entry: Entry, err: unkn
     return updated === 1 ? [outcome] : [];
   } catch (again) {
     // The store is unreachable: the lease runs out and the event is claimed again.
-    bc.logger.error({ event_id: entry.row.event_id, err: describeError(again) }, 'could not record a failure; the event returns when its lease expires');
+    bc.logger.error({ event_id: entry.row.event_id, err: again }, 'could not record a failure; the event returns when its lease expires');
     return [];
   }
 }

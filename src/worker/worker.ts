@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { Component } from '../app/server.js';
 import type { Db } from '../db/types.js';
-import { describeError } from '../errors.js';
 import type { HandlerRegistry } from '../events/registry.js';
 import { INBOX_CHANNEL } from '../inbox/types.js';
 import type { Logger } from '../logging/logger.js';
@@ -101,7 +100,6 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
         if (handlerRun.outcome === 'failed') metrics.handlerFailures.inc({ event_type: label });
       }
       if (completion.attemptsDelta === 0 && completion.status !== 'failed') metrics.eventsProcessed.inc({ event_type: label, status: completion.status });
-      if (completion.status === 'dead') metrics.eventsDead.inc({ event_type: label });
     }
   }
 
@@ -112,7 +110,7 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     const reaped = await reapExpiredLeases(db, options.maxAttempts);
     for (const r of reaped) {
       logger.warn({ event_id: r.event_id, type: r.type, status: r.status }, 'reclaimed an event whose worker stopped (lease expired)');
-      if (r.status === 'dead') metrics?.eventsDead.inc({ event_type: eventTypeLabel(r.type) });
+      if (r.status === 'dead') metrics?.eventsProcessed.inc({ event_type: eventTypeLabel(r.type), status: 'dead' });
     }
   }
 
@@ -136,7 +134,7 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
       try {
         if (await runOnce()) continue;
       } catch (err) {
-        logger.error({ err: describeError(err), loop: n }, 'worker loop error; retrying after the poll interval');
+        logger.error({ err, loop: n }, 'worker loop error; retrying after the poll interval');
       }
       if (!stopping) await sleep(options.pollIntervalMs);
     }
@@ -153,7 +151,7 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
       if (stopController.signal.aborted) stopController = new AbortController();
       if (options.listen) {
         unlisten = await db.listen(INBOX_CHANNEL, wakeAll).catch((err: unknown) => {
-          logger.warn({ err: describeError(err) }, 'could not LISTEN for new events; polling only');
+          logger.warn({ err }, 'could not LISTEN for new events; polling only');
           return undefined;
         });
       }

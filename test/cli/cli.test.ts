@@ -36,8 +36,8 @@ describe('CLI basics', () => {
     expect(r.code).toBe(64);
     expect(r.stderr).toMatch(/unknown command/);
     const bad = await runCli(['inbox', 'list', '--status', 'lost'], { POSTROOM_DATA_DIR: '/nonexistent/never' });
-    expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/--status: expected one of received \| processing/);
+    expect(bad.code).toBe(64);
+    expect(bad.stderr).toMatch(/--status <status>' argument 'lost' is invalid. Allowed choices are received, processing/);
     expect(bad.stderr).not.toMatch(/\n\s+at /);
   });
 

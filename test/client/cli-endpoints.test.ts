@@ -203,8 +203,8 @@ describe('postroom endpoints / deliveries against the sandbox', () => {
 
   it('bad flags name the flag and what it accepts', async () => {
     const status = await cli(['deliveries', 'list', '--status', 'lost']);
-    expect(status.code).toBe(1);
-    expect(status.stderr).toMatch(/--status: expected one of pending \| delivered \| dead/);
+    expect(status.code).toBe(64);
+    expect(status.stderr).toMatch(/'--status <status>' argument 'lost' is invalid. Allowed choices are pending, delivered, dead/);
     expect(status.stderr).not.toMatch(/\n\s+at /);
     const url = await cli(['endpoints', 'create', '--url', 'not a url', '--events', 'participant.acted']);
     expect(url.stderr).toMatch(/--url: expected an absolute https URL/);

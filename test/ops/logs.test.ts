@@ -1,10 +1,15 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/app/server.js';
+import { createPgDb } from '../../src/db/pg.js';
+import { PostroomError } from '../../src/errors.js';
+import { createHandlerRegistry } from '../../src/events/registry.js';
 import { createLogger } from '../../src/logging/logger.js';
+import { createWorker } from '../../src/worker/worker.js';
 import { sign } from '../../src/signature/index.js';
 import { openDefaultTestStore, type TestStore } from '../support/db.js';
 import { makeEvent, postEvent } from '../support/events.js';
+import { freePort } from '../support/process.js';
 import { startReceiver, TEST_SECRET } from '../support/receiver.js';
 
 function capture(): { stream: Writable; text(): string } {
@@ -80,5 +85,48 @@ describe('logs never carry secrets, keys or signature headers', () => {
       expect(text).not.toContain('whsec_attacker_guess');
       for (const s of signatures) expect(text).not.toContain(s);
     });
+  });
+});
+
+describe('errors are logged as objects: type, stack and cause survive, secrets do not', () => {
+  type LogLine = { msg: string; err: Record<string, string> };
+  const lines = (text: string): LogLine[] => text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as LogLine);
+
+  it("keeps an error's type, code, stack and cause, and scrubs credentials from its message and stack", () => {
+    const out = capture();
+    const logger = createLogger({ level: 'info', destination: out.stream });
+    const cause = new TypeError('connect ECONNREFUSED postgres://postroom:hunter2pw@db.internal/postroom');
+    const err = new PostroomError('store_unavailable', 'inbox write failed with Bearer svc_live_leakedkey and whsec_leakedsecret', { cause });
+    logger.child({ component: 'worker' }).error({ err }, 'failed');
+    logger.warn({ err: 'a plain string whsec_stringsecret' }, 'string');
+    const text = out.text();
+    for (const needle of ['hunter2pw', 'svc_live_leakedkey', 'leakedkey', 'whsec_leakedsecret', 'leakedsecret', 'stringsecret']) expect(text).not.toContain(needle);
+    const [line] = lines(text);
+    expect(line!.err.type).toBe('PostroomError');
+    expect(line!.err.code).toBe('store_unavailable');
+    expect(line!.err.message).toMatch(/^inbox write failed with Bearer \[redacted\] and whsec_\[redacted\]: connect ECONNREFUSED postgres:\/\/postroom:\[redacted\]@db.internal/);
+    expect(line!.err.stack).toMatch(/\n\s+at /);
+    expect(line!.err.stack).toMatch(/caused by: TypeError: connect ECONNREFUSED/);
+  });
+
+  it('a real call site (the worker loop on a store that is down) logs the error object', async () => {
+    const out = capture();
+    const logger = createLogger({ level: 'info', destination: out.stream });
+    const port = await freePort();
+    const db = createPgDb({ url: `postgres://postroom:hunter2pw@127.0.0.1:${port}/postroom`, poolSize: 1, logger, connectTimeoutMs: 200 });
+    const worker = createWorker({ db, registry: createHandlerRegistry(), logger, options: { pollIntervalMs: 50, concurrency: 1 } });
+    await worker.start();
+    try {
+      for (let i = 0; i < 200 && !out.text().includes('worker loop error'); i++) await new Promise((r) => setTimeout(r, 25));
+    } finally {
+      await worker.stop(1000);
+      await db.close();
+    }
+    const loop = lines(out.text()).find((l) => l.msg === 'worker loop error; retrying after the poll interval');
+    expect(loop, out.text()).toBeDefined();
+    expect(loop!.err.type).toBe('Error');
+    expect(loop!.err.code).toBe('ECONNREFUSED');
+    expect(loop!.err.stack).toMatch(/\n\s+at /);
+    expect(out.text()).not.toContain('hunter2pw');
   });
 });

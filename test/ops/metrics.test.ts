@@ -64,7 +64,15 @@ describe('metrics after a known sequence of requests', () => {
     expect(c('postroom_inbox_events{status="quarantined"}')).toBe(1);
     expect(c('postroom_inbox_oldest_unprocessed_age_seconds')).toBeGreaterThanOrEqual(0);
     expect([...m.keys()].some((k) => k.startsWith('postroom_build_info{version="0.1.0"'))).toBe(true);
-    expect([...m.keys()].some((k) => k.startsWith('postroom_process_resident_memory_bytes'))).toBe(true);
+    // Node's process metrics under their stock names, as Node dashboards and alerts expect them.
+    expect([...m.keys()].some((k) => k.startsWith('process_resident_memory_bytes'))).toBe(true);
+    expect([...m.keys()].some((k) => k.startsWith('nodejs_heap_size_used_bytes'))).toBe(true);
+    expect([...m.keys()].some((k) => k.startsWith('postroom_process_') || k.startsWith('postroom_nodejs_'))).toBe(false);
+    // One prefix for everything ingress does, and outcomes as an outcome label.
+    expect(c('postroom_ingress_batch_rows_count')).toBeGreaterThanOrEqual(1);
+    expect(c('postroom_ingress_flush_duration_seconds_count{outcome="committed"}')).toBeGreaterThanOrEqual(1);
+    expect([...m.keys()].some((k) => k.startsWith('postroom_ingest_'))).toBe(false);
+    expect([...m.keys()].some((k) => /[{,]ok="/.test(k))).toBe(false);
     // No high-cardinality labels: no event id ever appears in a series.
     expect([...m.keys()].some((k) => k.includes(a.event_id))).toBe(false);
   });

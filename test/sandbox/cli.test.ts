@@ -22,7 +22,7 @@ describe('postroom sandbox: flags', () => {
   for (const [args, message] of bad) {
     it(`refuses ${args.join(' ')} with a message naming the flag`, async () => {
       const run = await runCli(['sandbox', ...args]);
-      expect(run.code).toBe(1);
+      expect(run.code).toBe(64);
       expect(run.stderr).toMatch(message);
       expect(run.stderr).not.toMatch(/\n\s+at /);
     });

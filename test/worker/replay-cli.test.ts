@@ -166,10 +166,10 @@ describe.runIf(pgUrl)('inbox and correspondence CLI (postgres)', () => {
     expect(JSON.parse(many.stdout)).toMatchObject({ matched: 1, replayed: 1 });
     expect(await countByStatus(store.db)).toEqual({ received: 2 });
 
-    expect(await runCli(['inbox', 'replay'], env)).toMatchObject({ code: 1, stderr: expect.stringMatching(/Give an event id, or --status/) });
-    expect(await runCli(['inbox', 'replay', '--status', 'processed'], env)).toMatchObject({ code: 1, stderr: expect.stringMatching(/--status: expected one of dead \| quarantined/) });
-    expect(await runCli(['inbox', 'replay', '--status', 'dead', '--since', 'yesterday'], env)).toMatchObject({ code: 1, stderr: expect.stringMatching(/--since: expected a duration/) });
-    expect(await runCli(['inbox', 'replay', a.event_id, '--status', 'dead'], env)).toMatchObject({ code: 1, stderr: expect.stringMatching(/not both/) });
+    expect(await runCli(['inbox', 'replay'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/Give an event id, or --status/) });
+    expect(await runCli(['inbox', 'replay', '--status', 'processed'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/'--status <status>' argument 'processed' is invalid. Allowed choices are dead, quarantined/) });
+    expect(await runCli(['inbox', 'replay', '--status', 'dead', '--since', 'yesterday'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/--since: expected a duration/) });
+    expect(await runCli(['inbox', 'replay', a.event_id, '--status', 'dead'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/not both/) });
     expect(await runCli(['inbox', 'replay', 'evt_missing'], env)).toMatchObject({ code: 1, stderr: expect.stringMatching(/No event evt_missing/) });
     const help = await runCli(['inbox', 'replay', '--help'], env);
     expect(help.stdout).toMatch(/Examples:/);
@@ -194,7 +194,7 @@ describe.runIf(pgUrl)('inbox and correspondence CLI (postgres)', () => {
     expect(rows.rows.filter((r) => r.pruned)).toHaveLength(1);
     expect(await insertInboxBatch(store.db, [toRow(old)])).toEqual(new Set());
     expect(await runCli(['inbox', 'prune'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/--older-than/) });
-    expect(await runCli(['inbox', 'prune', '--older-than', '30 days'], env)).toMatchObject({ code: 1, stderr: expect.stringMatching(/--older-than: expected a duration/) });
+    expect(await runCli(['inbox', 'prune', '--older-than', '30 days'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/--older-than: expected a duration/) });
   });
 
   it('correspondence show: the projection as a table or JSON', async () => {

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { DELIVERY_STATUSES, type ListDeliveriesParams, type WebhookDelivery } from '../../client/index.js';
 import { apiClientFor } from '../api.js';
 import type { CliContext } from '../context.js';
@@ -17,7 +17,7 @@ export function registerDeliveriesCommands(program: Command, ctx: CliContext): C
   deliveries
     .command('list')
     .description('List delivery records, paged through to the end (or up to --limit).')
-    .option('--status <status>', `only this status: ${DELIVERY_STATUSES.join(' | ')}`)
+    .addOption(new Option('--status <status>', 'only this status').choices(DELIVERY_STATUSES))
     .option('--endpoint <endpoint_id>', 'only deliveries to this endpoint')
     .option('--limit <n>', 'at most this many (1-100000)')
     .option('--json', 'print a JSON array of delivery records')

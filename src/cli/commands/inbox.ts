@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { PostroomError } from '../../errors.js';
 import { getDeliveryEvidence } from '../../inbox/evidence-queries.js';
 import { getInboxEvent, listInbox } from '../../inbox/read-queries.js';
@@ -17,7 +17,7 @@ export function registerInboxCommands(program: Command, ctx: CliContext): Comman
   inbox
     .command('list')
     .description('List inbox events, newest first.')
-    .option('--status <status>', `only this status: ${INBOX_STATUSES.join(' | ')}`)
+    .addOption(new Option('--status <status>', 'only this status').choices(INBOX_STATUSES))
     .option('--type <type>', 'only this event type, e.g. participant.acted')
     .option('--since <duration>', 'only events received within this window, e.g. 24h')
     .option('--limit <n>', 'at most this many (1-10000)', '50')

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { ROLES, type Role } from '../../config/config.js';
 import { startServer, type ComponentDeps, type Component } from '../../app/server.js';
 import { createLogger } from '../../logging/logger.js';
@@ -16,7 +16,7 @@ export function registerServeCommand(program: Command, ctx: CliContext): void {
   program
     .command('serve')
     .description('Run the receiver (and, by role, the worker and reconciler) until SIGTERM.')
-    .option('--role <role>', `what this process does: ${ROLES.join(' | ')}`, 'all')
+    .addOption(new Option('--role <role>', 'what this process does').choices(ROLES).default('all'))
     .option('--no-migrate', 'do not apply pending migrations at start (run `postroom migrate` as a separate step)')
     .option('--port <n>', 'listen port (overrides PORT; default 8080)')
     .option('--host <addr>', 'listen address (overrides HOST; default 127.0.0.1)')

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { PostroomError } from '../../errors.js';
 import { INBOX_STATUSES } from '../../inbox/types.js';
 import { countPrunable, inboxStats, prunePage } from '../../worker/inbox-admin-queries.js';
@@ -45,7 +45,7 @@ function registerReplay(inbox: Command, ctx: CliContext): void {
   inbox
     .command('replay [event_id]')
     .description('Run events again: one by id, or every dead or quarantined event matching the filters. Attempts start from zero; the previous outcome is kept in last_error.')
-    .option('--status <status>', `replay every event with this status: ${REPLAYABLE_STATUSES.join(' | ')}`)
+    .addOption(new Option('--status <status>', 'replay every event with this status').choices(REPLAYABLE_STATUSES))
     .option('--type <type>', 'only this event type (with --status)')
     .option('--since <duration>', 'only events received within this window, e.g. 24h (with --status)')
     .option('--dry-run', 'count what would be replayed, change nothing')

@@ -149,7 +149,7 @@ export function errorHandler(logger: Logger) {
     else if (type === 'encoding.unsupported' || type === 'charset.unsupported') e = new SandboxApiError(415, 'unsupported_media_type', 'Send the body as UTF-8 JSON, uncompressed.');
     else if (isPostroomError(err)) e = new SandboxApiError(400, 'invalid_request', err.message);
     else {
-      logger.error({ err: (err as Error)?.message, method: req.method, path: req.path }, 'sandbox: unexpected error');
+      logger.error({ err, method: req.method, path: req.path }, 'sandbox: unexpected error');
       e = new SandboxApiError(500, 'internal_error', 'Unexpected error in the sandbox.');
     }
     if (!res.headersSent) res.status(e.status).json(e.body());
