@@ -1,125 +1,177 @@
 /**
- * Ingest: correctly signed events at 64 connections for a fixed time against
- * postroom, a hand-written receiver, the HTTP-only ceiling, and the database's own
- * single-row insert rate, all in the same run on the same machine.
+ * Ingest: correctly signed unique events at 64 connections (wrk, 1 thread), each
+ * receiver in its own process, three interleaved runs per receiver, medians
+ * reported. postroom is measured against the true limits on this machine, in the
+ * same run: the verify-only ceiling and a minimal group commit, both plain Node
+ * on node:http (bench/receivers/*.mjs). Then `postroom serve` with every role for
+ * 60 s: does processing keep up with ingest, with the projection on?
  */
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import path from 'node:path';
 import pg from 'pg';
 import { createPgDb } from '../src/db/pg.js';
 import { migrate } from '../src/db/migrate.js';
+import { inboxStatusCounts } from '../src/inbox/read-queries.js';
 import { silentLogger } from '../src/logging/logger.js';
 import { benchDatabase } from './lib/pg.js';
-import { sampleRss, startReceiver, stop } from './lib/processes.js';
-import { BENCH_DIR, table, writeResult } from './lib/report.js';
+import { sampleRss, stop } from './lib/processes.js';
+import { median, startPostroom, startReference } from './lib/receivers.js';
+import { table, writeResult } from './lib/report.js';
 import { requireWrk, runWrk, writeRequests } from './lib/wrk.js';
 
 const SECRET = 'whsec_bench_7c4f0d2b9e8a41f6a3c5b1e0d9f8a7b6';
 
-interface Row {
-  variant: string;
-  'accepted/s': number;
-  'req/s': number;
-  'p50 ms': number | string;
-  'p99 ms': number | string;
-  'max ms': number | string;
-  'non-2xx': number;
-  'RSS MiB': number | string;
+interface Variant {
+  name: string;
+  key: 'ceiling' | 'naive' | 'gc_pk' | 'gc_inbox' | 'ingress';
+  table?: string;
+  start(port: number, url: string): ReturnType<typeof startReference>;
 }
 
-async function singleRowInsertRate(url: string, connections: number, seconds: number): Promise<number> {
-  const pool = new pg.Pool({ connectionString: url, max: connections });
-  await pool.query('CREATE TABLE IF NOT EXISTS raw_insert (event_id text PRIMARY KEY, payload jsonb)');
-  const payload = JSON.stringify({ type: 'participant.acted', data: { correspondence_id: 'cor_1', participant_id: 'par_1', act: 'read', ref: 'x' } });
-  let n = 0;
-  const until = Date.now() + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: connections }, async () => {
-      while (Date.now() < until) {
-        await pool.query('INSERT INTO raw_insert (event_id, payload) VALUES ($1, $2) ON CONFLICT DO NOTHING', [randomUUID(), payload]);
-        n++;
-      }
-    }),
-  );
-  await pool.end();
-  return n / seconds;
+interface Run {
+  accepted: number;
+  reqs: number;
+  p50: number;
+  p99: number;
+  max: number;
+  errors: number;
+  rss: number;
 }
 
-async function countRows(url: string, tableName: string): Promise<number> {
+async function count(url: string, sql: string): Promise<number> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
-  const r = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${tableName}`);
-  await c.end();
-  return r.rows[0]!.n;
+  try {
+    return Number((await c.query<{ n: string }>(sql)).rows[0]!.n);
+  } finally {
+    await c.end();
+  }
 }
 
-export async function benchIngest(options: { seconds?: number; connections?: number } = {}): Promise<Record<string, unknown>> {
+const postroomEnv = (url: string): Record<string, string> => ({ DATABASE_URL: url, POSTROOM_WEBHOOK_SECRETS: SECRET });
+
+export async function benchIngest(options: { seconds?: number; connections?: number; runs?: number; sustainSeconds?: number } = {}): Promise<Record<string, unknown>> {
   requireWrk();
   const seconds = options.seconds ?? 10;
   const connections = options.connections ?? 64;
+  const runs = options.runs ?? 3;
+  const sustainSeconds = options.sustainSeconds ?? 60;
   const database = await benchDatabase();
-  const db = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
-  await migrate(db);
-  await db.exec('CREATE TABLE naive_inbox (event_id text PRIMARY KEY, type text NOT NULL, payload jsonb NOT NULL, received_at timestamptz NOT NULL DEFAULT now())');
-  await db.close();
-  const rows: Row[] = [];
+  const setup = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
+  await migrate(setup);
+  await setup.exec('CREATE TABLE ref_pk (event_id text PRIMARY KEY, body bytea NOT NULL); CREATE TABLE ref_naive (event_id text PRIMARY KEY, body bytea NOT NULL)');
   const port = 18_500 + Math.floor(Math.random() * 1000);
-  const url = `http://127.0.0.1:${port}/webhooks`;
-  // Enough pre-signed requests that the load generator never wraps round within the run.
-  const budget = seconds * 40_000;
-
-  const variants: Array<{ name: string; script: string; args: string[]; table?: string; dup?: number }> = [
-    { name: 'postroom (group commit)', script: 'receivers/postroom.ts', args: ['store'], table: 'inbox' },
-    { name: 'postroom, 10% duplicates', script: 'receivers/postroom.ts', args: ['store'], table: 'inbox', dup: 0.1 },
-    { name: 'naive (INSERT per request)', script: 'receivers/naive.ts', args: [], table: 'naive_inbox' },
-    { name: 'HTTP-only ceiling (no store)', script: 'receivers/postroom.ts', args: ['ceiling'] },
+  const hook = `http://127.0.0.1:${port}/webhooks`;
+  const variants: Variant[] = [
+    { name: 'verify + parse, store nothing (ceiling)', key: 'ceiling', start: (p, u) => startReference('ceiling.mjs', [String(p), u, SECRET]) },
+    { name: 'naive: INSERT per request, pg.Pool 16', key: 'naive', table: 'ref_naive', start: (p, u) => startReference('naive.mjs', [String(p), u, SECRET]) },
+    { name: 'minimal group commit, primary-key-only table', key: 'gc_pk', table: 'ref_pk', start: (p, u) => startReference('group-commit.mjs', [String(p), u, SECRET, 'pk']) },
+    { name: "minimal group commit into postroom's inbox table", key: 'gc_inbox', table: 'inbox', start: (p, u) => startReference('group-commit.mjs', [String(p), u, SECRET, 'inbox']) },
+    { name: 'postroom serve --role ingress', key: 'ingress', table: 'inbox', start: (p, u) => startPostroom('ingress', p, postroomEnv(u)) },
   ];
+  const results = new Map<string, Run[]>(variants.map((v) => [v.key, []]));
+  const budget = seconds * 60_000;
+  let sustain: Record<string, number | string> | undefined;
   try {
-    for (const v of variants) {
-      const before = v.table ? await countRows(database.url, v.table) : 0;
-      const reqs = writeRequests(budget, SECRET, v.dup ?? 0);
-      const child = await startReceiver(path.join(BENCH_DIR, v.script), [String(port), database.url, SECRET, ...v.args]);
-      const rss = sampleRss(child.pid!);
-      try {
-        const w = await runWrk(url, reqs.file, { connections, seconds });
-        const peak = rss.stop();
-        const stored = v.table ? (await countRows(database.url, v.table)) - before : w.requests - w.non2xx;
-        rows.push({
-          variant: v.name,
-          'accepted/s': Math.round(stored / w.durationS),
-          'req/s': Math.round(w.requests / w.durationS),
-          'p50 ms': w.p50Ms,
-          'p99 ms': w.p99Ms,
-          'max ms': w.maxMs,
-          'non-2xx': w.non2xx + w.socketErrors + w.timeouts,
-          'RSS MiB': Math.round(peak),
-        });
-      } finally {
-        rss.stop();
-        await stop(child);
-        fs.rmSync(reqs.file, { force: true });
+    // Interleaved, so a noisy minute on this shared machine hurts every receiver alike.
+    for (let r = 0; r < runs; r++) {
+      for (const v of variants) {
+        const countSql = v.table === 'inbox' ? 'SELECT count(*) AS n FROM inbox' : `SELECT count(*) AS n FROM ${v.table}`;
+        const before = v.table ? await count(database.url, countSql) : 0;
+        const reqs = writeRequests(budget, SECRET, 0);
+        const child = await v.start(port, database.url);
+        const rss = sampleRss(child.pid!);
+        try {
+          const w = await runWrk(hook, reqs.file, { connections, seconds });
+          const stored = v.table ? (await count(database.url, countSql)) - before : w.requests - w.non2xx;
+          results.get(v.key)!.push({ accepted: stored / w.durationS, reqs: w.requests / w.durationS, p50: w.p50Ms, p99: w.p99Ms, max: w.maxMs, errors: w.non2xx + w.socketErrors + w.timeouts, rss: rss.stop() });
+        } finally {
+          rss.stop();
+          await stop(child);
+          fs.rmSync(reqs.file, { force: true });
+        }
       }
     }
-    const insertRate = await singleRowInsertRate(database.url, connections, seconds);
-    rows.push({ variant: `pg single-row INSERT, ${connections} conns`, 'accepted/s': Math.round(insertRate), 'req/s': Math.round(insertRate), 'p50 ms': '', 'p99 ms': '', 'max ms': '', 'non-2xx': 0, 'RSS MiB': '' });
+
+    // Every role in one process, 60 s: ingest rate, and whether the worker keeps up (from an empty inbox).
+    await setup.exec('TRUNCATE inbox');
+    const reqs = writeRequests(Math.min(sustainSeconds * 25_000, 2_000_000), SECRET, 0);
+    const child = await startPostroom('all', port, postroomEnv(database.url));
+    const rss = sampleRss(child.pid!);
+    const backlog = async (): Promise<{ backlog: number; finished: number }> => {
+      const c = await inboxStatusCounts(setup);
+      const b = (c.byStatus.received ?? 0) + (c.byStatus.processing ?? 0) + (c.byStatus.failed ?? 0);
+      return { backlog: b, finished: (c.byStatus.processed ?? 0) + (c.byStatus.skipped ?? 0) };
+    };
+    try {
+      const start = await backlog();
+      let maxBacklog = 0;
+      const samples: number[] = [];
+      const sampler = setInterval(() => {
+        void backlog().then((b) => {
+          maxBacklog = Math.max(maxBacklog, b.backlog);
+          samples.push(b.backlog);
+        });
+      }, 2000);
+      const w = await runWrk(hook, reqs.file, { connections, seconds: sustainSeconds });
+      clearInterval(sampler);
+      const end = await backlog();
+      const processedPerS = (end.finished - start.finished) / w.durationS;
+      sustain = {
+        seconds: sustainSeconds,
+        'req/s': Math.round(w.requests / w.durationS),
+        'processed/s': Math.round(processedPerS),
+        'p50 ms': w.p50Ms,
+        'p99 ms': w.p99Ms,
+        'backlog max': maxBacklog,
+        'backlog at end': end.backlog,
+        'non-2xx': w.non2xx + w.socketErrors + w.timeouts,
+        'RSS MiB': Math.round(rss.stop()),
+      };
+    } finally {
+      rss.stop();
+      await stop(child);
+      fs.rmSync(reqs.file, { force: true });
+    }
   } finally {
+    await setup.close();
     await database.drop();
   }
-  const get = (name: string): Row => rows.find((r) => r.variant.startsWith(name))!;
-  const ours = get('postroom (group commit)')['req/s'];
-  const ratios = {
-    'postroom / naive': ours / get('naive')['req/s'],
-    'postroom / HTTP-only ceiling': ours / get('HTTP-only ceiling')['req/s'],
-    'postroom / pg single-row INSERT': ours / get('pg single-row')['req/s'],
+
+  const rows = variants.map((v) => {
+    const rs = results.get(v.key)!;
+    return {
+      receiver: v.name,
+      key: v.key,
+      'accepted/s': Math.round(median(rs.map((x) => x.accepted))),
+      'req/s': Math.round(median(rs.map((x) => x.reqs))),
+      'p50 ms': median(rs.map((x) => x.p50)),
+      'p99 ms': median(rs.map((x) => x.p99)),
+      'max ms': Math.max(...rs.map((x) => x.max)),
+      'non-2xx': rs.reduce((a, x) => a + x.errors, 0),
+      'RSS MiB': Math.round(Math.max(...rs.map((x) => x.rss))),
+      'req/s runs': rs.map((x) => Math.round(x.reqs)).join(' / '),
+      'p99 runs': rs.map((x) => x.p99.toFixed(1)).join(' / '),
+    };
+  });
+  const get = (k: Variant['key']): number => rows.find((r) => r.key === k)!['accepted/s'];
+  const ratios: Record<string, number> = {
+    'ingress / minimal group commit (pk only)': get('ingress') / get('gc_pk'),
+    'ingress / group commit into inbox': get('ingress') / get('gc_inbox'),
+    'ingress / naive': get('ingress') / get('naive'),
+    'ingress / verify-only ceiling': get('ingress') / get('ceiling'),
   };
-  console.log(`\nIngest: ${connections} connections, ${seconds} s per variant, unique signed events (one run with 10% duplicates)`);
-  table(rows as unknown as Array<Record<string, string | number>>, ['variant', 'accepted/s', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'RSS MiB']);
-  for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(34)} ${v.toFixed(2)}x`);
-  return { seconds, connections, rows, ratios };
+  if (sustain) ratios['serve (all roles) / ingress'] = (sustain['req/s'] as number) / get('ingress');
+  console.log(`\nIngest: ${connections} connections, ${seconds} s per run, ${runs} interleaved runs per receiver (medians), unique signed events`);
+  table(rows, ['receiver', 'accepted/s', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'RSS MiB', 'req/s runs', 'p99 runs']);
+  if (sustain) {
+    console.log(`\npostroom serve (ingress, worker with the projection, reconciler off) for ${sustainSeconds} s`);
+    table([sustain], Object.keys(sustain));
+  }
+  for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(44)} ${v.toFixed(2)}x`);
+  return { seconds, connections, runs, rows, sustain, ratios };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const result = await benchIngest({ seconds: Number(process.env.BENCH_SECONDS ?? 10) });
+  const result = await benchIngest({ seconds: Number(process.env.BENCH_SECONDS ?? 10), runs: Number(process.env.BENCH_RUNS ?? 3), sustainSeconds: Number(process.env.BENCH_SUSTAIN_SECONDS ?? 60) });
   console.log(`\nwrote ${writeResult('ingest', result)}`);
 }

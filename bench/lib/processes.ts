@@ -1,15 +1,5 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-
-/** Starts a receiver as its own process (its own event loop and heap, as in production). */
-export async function startReceiver(script: string, args: string[]): Promise<ChildProcess> {
-  const child = fork(script, args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  await new Promise<void>((resolve, reject) => {
-    child.once('message', () => resolve());
-    child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
-  });
-  return child;
-}
 
 export async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/types.js';
+import { payloadOf } from './payload.js';
 import type { InboxDetail, InboxRecord, InboxStatus } from './types.js';
 
 const RECORD_COLUMNS = `event_id, type, status, source, occurred_at, received_at, correspondence_id, endpoint_id,
@@ -11,7 +12,7 @@ export interface ListFilter {
   limit: number;
 }
 
-/** Newest first; uses inbox_status_received_idx or inbox_received_idx. */
+/** Newest first; uses inbox_attention_idx (failed, dead, quarantined) or inbox_received_idx. */
 export async function listInbox(q: Queryable, filter: ListFilter): Promise<InboxRecord[]> {
   const where: string[] = [];
   const params: unknown[] = [];
@@ -37,13 +38,16 @@ export async function listInbox(q: Queryable, filter: ListFilter): Promise<Inbox
 }
 
 export async function getInboxEvent(q: Queryable, eventId: string): Promise<InboxDetail | undefined> {
-  const res = await q.query<InboxDetail>(
+  const res = await q.query<InboxDetail & { raw_body: Uint8Array | null }>(
     `SELECT ${RECORD_COLUMNS}, payload, headers, secret_index, locked_by, locked_until, pruned_at,
-            octet_length(raw_body) AS raw_body_bytes
+            octet_length(raw_body) AS raw_body_bytes, CASE WHEN payload IS NULL THEN raw_body END AS raw_body
      FROM inbox WHERE event_id = $1`,
     [eventId],
   );
-  return res.rows[0];
+  const row = res.rows[0];
+  if (!row) return undefined;
+  const { raw_body, ...detail } = row;
+  return { ...detail, payload: payloadOf({ payload: detail.payload, raw_body, status: detail.status }) };
 }
 
 export async function getRawBody(q: Queryable, eventId: string): Promise<Buffer | undefined> {
@@ -52,18 +56,5 @@ export async function getRawBody(q: Queryable, eventId: string): Promise<Buffer 
   return raw ? Buffer.from(raw) : undefined;
 }
 
-export interface StatusCounts {
-  byStatus: Record<string, number>;
-  oldestUnfinishedAgeSeconds: number;
-}
-
-/** Cheap enough for every scrape: a grouped count plus an index-only min(). */
-export async function inboxStatusCounts(q: Queryable): Promise<StatusCounts> {
-  const counts = await q.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM inbox GROUP BY status');
-  const oldest = await q.query<{ age: number | null }>(
-    `SELECT extract(epoch FROM now() - min(received_at))::float8 AS age FROM inbox WHERE status IN ('received', 'processing', 'failed')`,
-  );
-  const byStatus: Record<string, number> = {};
-  for (const r of counts.rows) byStatus[r.status] = Number(r.n);
-  return { byStatus, oldestUnfinishedAgeSeconds: Math.max(0, Number(oldest.rows[0]?.age ?? 0)) };
-}
+/** Moved to count-queries.ts (migration 007); re-exported for the store gauges. */
+export { inboxStatusCounts, type StatusCounts } from './count-queries.js';

@@ -1,4 +1,5 @@
 import type { Db, Queryable } from '../db/types.js';
+import { payloadOf } from '../inbox/payload.js';
 import type { InboxSource } from '../inbox/types.js';
 
 /** A row the worker has claimed (status `processing`, leased to it). */
@@ -72,9 +73,10 @@ claimed AS (
       locked_until = now() + make_interval(secs => $3)
   FROM claimable k
   WHERE i.event_id = k.event_id
-  RETURNING i.event_id, i.type, i.payload, i.attempts, i.correspondence_id, i.source, i.received_at, i.occurred_at
+  RETURNING i.event_id, i.type, i.payload, CASE WHEN i.payload IS NULL THEN i.raw_body END AS raw_body,
+            i.attempts, i.correspondence_id, i.source, i.received_at, i.occurred_at
 )
-SELECT event_id, type, payload, attempts, correspondence_id, source, received_at
+SELECT event_id, type, payload, raw_body, attempts, correspondence_id, source, received_at
 FROM claimed
 ORDER BY occurred_at NULLS FIRST, event_id COLLATE "C"`;
 
@@ -99,8 +101,9 @@ const CLAIM_PLAN = 'SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = o
 export async function claimBatch(db: Pick<Db, 'transaction'>, p: ClaimParams): Promise<ClaimedEvent[]> {
   return db.transaction(async (tx) => {
     await tx.exec(CLAIM_PLAN);
-    const res = await tx.query<ClaimedEvent>(CLAIM_SQL, [p.workerId, p.limit, p.leaseSeconds, p.orderingHoldSeconds]);
-    return res.rows;
+    const res = await tx.query<ClaimedEvent & { raw_body: Uint8Array | null }>(CLAIM_SQL, [p.workerId, p.limit, p.leaseSeconds, p.orderingHoldSeconds]);
+    // The body is parsed here, in the worker, not by Postgres on the ingest path.
+    return res.rows.map(({ raw_body, ...row }) => ({ ...row, payload: payloadOf({ payload: row.payload, raw_body }) }));
   });
 }
 

@@ -1,32 +1,8 @@
 import type { Queryable } from '../db/types.js';
+import { payloadOf } from '../inbox/payload.js';
 import type { InboxStatus } from '../inbox/types.js';
 
-export interface InboxStats {
-  byStatus: Record<string, number>;
-  byType: Record<string, Record<string, number>>;
-  total: number;
-  /** The oldest event still received, processing or failed; null when there is none. */
-  oldestUnprocessed: { eventId: string; receivedAt: string; ageSeconds: number } | null;
-}
-
-export async function inboxStats(q: Queryable): Promise<InboxStats> {
-  const counts = await q.query<{ type: string; status: string; n: number }>('SELECT type, status, count(*)::int AS n FROM inbox GROUP BY type, status ORDER BY type, status');
-  // inbox_unfinished_idx: the first entry is the answer.
-  const oldest = await q.query<{ event_id: string; received_at: Date; age: number }>(
-    `SELECT event_id, received_at, extract(epoch FROM now() - received_at)::float8 AS age
-     FROM inbox WHERE status IN ('received', 'processing', 'failed') ORDER BY received_at LIMIT 1`,
-  );
-  const stats: InboxStats = { byStatus: {}, byType: {}, total: 0, oldestUnprocessed: null };
-  for (const r of counts.rows) {
-    const n = Number(r.n);
-    stats.byStatus[r.status] = (stats.byStatus[r.status] ?? 0) + n;
-    (stats.byType[r.type] ??= {})[r.status] = n;
-    stats.total += n;
-  }
-  const o = oldest.rows[0];
-  if (o) stats.oldestUnprocessed = { eventId: o.event_id, receivedAt: new Date(o.received_at).toISOString(), ageSeconds: Math.max(0, Number(o.age)) };
-  return stats;
-}
+export { inboxStats, type InboxStats } from '../inbox/count-queries.js';
 
 /** What replay needs to decide about a row. */
 export interface ReplayCandidate {
@@ -42,9 +18,14 @@ export interface ReplayCandidate {
 
 const CANDIDATE_COLUMNS = 'event_id, type, status, attempts, payload, raw_body, pruned_at, last_error';
 
+/** Since migration 007 a row's body is stored once, in raw_body (a quarantined row keeps no payload: replay re-parses it). */
+function withPayload(row: ReplayCandidate): ReplayCandidate {
+  return { ...row, payload: payloadOf(row) };
+}
+
 export async function getReplayCandidate(q: Queryable, eventId: string): Promise<ReplayCandidate | undefined> {
   const res = await q.query<ReplayCandidate>(`SELECT ${CANDIDATE_COLUMNS} FROM inbox WHERE event_id = $1`, [eventId]);
-  return res.rows[0];
+  return res.rows[0] && withPayload(res.rows[0]);
 }
 
 export interface ReplayFilter {
@@ -84,7 +65,7 @@ export async function pageReplayable(q: Queryable, f: ReplayFilter, after: strin
      ORDER BY event_id LIMIT $${params.length}`,
     params,
   );
-  return res.rows;
+  return res.rows.map(withPayload);
 }
 
 /** A quarantined row whose body parses now: its envelope fields, filled in as ingress would have. */

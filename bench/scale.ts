@@ -1,0 +1,125 @@
+/**
+ * Costs flat as the inbox grows (`npm run bench -- scale`, or BENCH_SCALE_ROWS):
+ * the same measurements at 100k inbox rows and again after growing the same
+ * database to 10M (nearly all processed and pruned, as an inbox looks after a
+ * year), in one run. Bounded: rows are generated inside Postgres in chunks and
+ * the database is dropped at the end.
+ *
+ * Measured at each size: ingest (wrk against `serve --role ingress`), a worker
+ * claim of 100 from a backlog of 1,000, a /metrics scrape, `inbox stats`, and the
+ * inbox side of reconcile and audit (their per-page event-id lookup; the rest of
+ * their work is the service's delivery list, which does not depend on the inbox).
+ */
+import fs from 'node:fs';
+import { createPgDb } from '../src/db/pg.js';
+import { migrate } from '../src/db/migrate.js';
+import type { Db } from '../src/db/types.js';
+import { silentLogger } from '../src/logging/logger.js';
+import { eventIdsInInbox } from '../src/reconciler/state-queries.js';
+import { claimBatch } from '../src/worker/claim-queries.js';
+import { inboxStats } from '../src/worker/inbox-admin-queries.js';
+import { benchDatabase } from './lib/pg.js';
+import { stop } from './lib/processes.js';
+import { median, startPostroom } from './lib/receivers.js';
+import { table, writeResult } from './lib/report.js';
+import { requireWrk, runWrk, writeRequests } from './lib/wrk.js';
+
+const SECRET = 'whsec_bench_7c4f0d2b9e8a41f6a3c5b1e0d9f8a7b6';
+const CHUNK = 500_000;
+
+/** Finished history: 95% pruned (no bytes), the rest processed recently with their bytes; ids as the service makes them. */
+async function grow(db: Db, from: number, to: number): Promise<void> {
+  for (let lo = from; lo < to; lo += CHUNK) {
+    const hi = Math.min(to, lo + CHUNK);
+    await db.query(
+      `INSERT INTO inbox (event_id, type, occurred_at, received_at, raw_body, status, attempts, processed_at, pruned_at, correspondence_id, source)
+       SELECT 'evt_' || md5(g::text), (ARRAY['participant.acted', 'correspondence.created', 'wallet.debited'])[1 + g % 3],
+              t, t, CASE WHEN g % 20 = 0 THEN convert_to('{"event_id":"evt_' || md5(g::text) || '","type":"participant.acted","at":"2026-01-01T00:00:00Z","data":{}}', 'UTF8') END,
+              'processed', 1, t + interval '1 second', CASE WHEN g % 20 <> 0 THEN t + interval '31 days' END, 'cor_' || (g % 100000), 'webhook'
+       FROM generate_series($1::int, $2::int - 1) g, LATERAL (SELECT now() - interval '400 days' + g * interval '3 seconds' AS t) x`,
+      [lo, hi],
+    );
+  }
+  await db.query('SELECT inbox_tally_rebuild()');
+  await db.exec('VACUUM ANALYZE inbox');
+}
+
+async function timeMs(fn: () => Promise<unknown>, n: number): Promise<number> {
+  const xs: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await fn();
+    xs.push(performance.now() - t);
+  }
+  return median(xs);
+}
+
+async function measure(db: Db, url: string, rows: number, seconds: number): Promise<Record<string, number>> {
+  const port = 19_600 + Math.floor(Math.random() * 300);
+  const server = await startPostroom('ingress', port, { DATABASE_URL: url, POSTROOM_WEBHOOK_SECRETS: SECRET });
+  const out: Record<string, number> = { 'inbox rows': rows };
+  try {
+    out['/metrics scrape ms'] = await timeMs(async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), 20);
+    const reqs = writeRequests(seconds * 30_000, SECRET, 0);
+    try {
+      const w = await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds });
+      out['ingest req/s'] = Math.round(w.requests / w.durationS);
+      out['ingest p99 ms'] = w.p99Ms;
+    } finally {
+      fs.rmSync(reqs.file, { force: true });
+    }
+  } finally {
+    await stop(server);
+  }
+  // The ingested events are a backlog now; the claim measurement wants the same backlog at both sizes.
+  await db.query(`UPDATE inbox SET status = 'processed', processed_at = now() WHERE status = 'received'`);
+  await db.query(
+    `INSERT INTO inbox (event_id, type, occurred_at, raw_body, correspondence_id)
+     SELECT 'evt_backlog_' || $1::int || '_' || g, 'participant.acted', now(), convert_to('{}', 'UTF8'), 'cor_b' || (g % 200) FROM generate_series(1, 1000) g`,
+    [rows],
+  );
+  // As autovacuum would have by now: the ingested rows just finished leave dead entries in the partial indexes.
+  await db.exec('VACUUM ANALYZE inbox');
+  out['claim 100 ms'] = await timeMs(() => claimBatch(db, { workerId: `bench-${rows}`, limit: 100, leaseSeconds: 60, orderingHoldSeconds: 60 }), 8);
+  out['inbox stats ms'] = await timeMs(() => inboxStats(db), 10);
+  const ids = Array.from({ length: 200 }, (_, i) => (i % 2 ? `evt_missing_${i}` : `evt_${i}`));
+  out['reconcile/audit page lookup ms'] = await timeMs(() => eventIdsInInbox(db, ids), 20);
+  await db.query(`UPDATE inbox SET status = 'processed', processed_at = now(), locked_by = NULL, locked_until = NULL WHERE status IN ('received', 'processing')`);
+  return out;
+}
+
+export async function benchScale(options: { small?: number; large?: number; seconds?: number } = {}): Promise<Record<string, unknown>> {
+  requireWrk();
+  const small = options.small ?? 100_000;
+  const large = options.large ?? 10_000_000;
+  const seconds = options.seconds ?? 10;
+  const database = await benchDatabase();
+  const db = createPgDb({ url: database.url, poolSize: 2, logger: silentLogger() });
+  const rows: Array<Record<string, number>> = [];
+  const started = Date.now();
+  let growSeconds = 0;
+  try {
+    await migrate(db);
+    await grow(db, 0, small);
+    rows.push(await measure(db, database.url, small, seconds));
+    const g = Date.now();
+    await grow(db, small, large);
+    growSeconds = (Date.now() - g) / 1000;
+    rows.push(await measure(db, database.url, large, seconds));
+  } finally {
+    await db.close();
+    await database.drop();
+  }
+  const keys = Object.keys(rows[0]!).filter((k) => k !== 'inbox rows');
+  const ratios = Object.fromEntries(keys.map((k) => [k, k.includes('req/s') ? rows[0]![k]! / rows[1]![k]! : rows[1]![k]! / rows[0]![k]!]));
+  console.log(`\nScale: the same measurements at ${small.toLocaleString('en-US')} and ${large.toLocaleString('en-US')} inbox rows (grown in ${Math.round(growSeconds)} s), medians`);
+  table(rows, ['inbox rows', ...keys]);
+  console.log('cost at the large size / at the small size (target ≤ 1.25; for ingest, small rate / large rate):');
+  for (const [k, v] of Object.entries(ratios)) console.log(`  ${k.padEnd(34)} ${v.toFixed(2)}x`);
+  return { small, large, seconds, growSeconds, totalSeconds: (Date.now() - started) / 1000, rows, ratios };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const result = await benchScale({ large: Number(process.env.BENCH_SCALE_ROWS ?? 10_000_000), seconds: Number(process.env.BENCH_SECONDS ?? 10) });
+  console.log(`\nwrote ${writeResult('scale', result)}`);
+}
