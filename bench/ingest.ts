@@ -99,8 +99,8 @@ export async function benchIngest(options: { seconds?: number; connections?: num
     const rss = sampleRss(child.pid!);
     const backlog = async (): Promise<{ backlog: number; finished: number }> => {
       const c = await inboxStatusCounts(setup);
-      const b = (c.byStatus.received ?? 0) + (c.byStatus.processing ?? 0) + (c.byStatus.failed ?? 0);
-      return { backlog: b, finished: (c.byStatus.processed ?? 0) + (c.byStatus.skipped ?? 0) };
+      const b = (c.by_status.received ?? 0) + (c.by_status.processing ?? 0) + (c.by_status.failed ?? 0);
+      return { backlog: b, finished: (c.by_status.processed ?? 0) + (c.by_status.skipped ?? 0) };
     };
     try {
       const start = await backlog();

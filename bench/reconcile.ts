@@ -67,9 +67,9 @@ export async function benchReconcile(options: { counts?: number[] } = {}): Promi
         await run.exited;
         const peak = rss.stop();
         const seconds = (performance.now() - started) / 1000;
-        const summary = JSON.parse(run.out()) as { deliveriesScanned: number; pages: number; gapsFound: number };
-        if (summary.deliveriesScanned !== count) throw new Error(`scanned ${summary.deliveriesScanned}, expected ${count}: ${run.err()}`);
-        rows.push({ 'dead deliveries': count, pages: summary.pages, 'gaps written': summary.gapsFound, seconds, 'deliveries/s': Math.round(count / seconds), 'peak RSS MiB': Math.round(peak) });
+        const summary = JSON.parse(run.out()) as { deliveries_scanned: number; pages: number; gaps_found: number };
+        if (summary.deliveries_scanned !== count) throw new Error(`scanned ${summary.deliveries_scanned}, expected ${count}: ${run.err()}`);
+        rows.push({ 'dead deliveries': count, pages: summary.pages, 'gaps written': summary.gaps_found, seconds, 'deliveries/s': Math.round(count / seconds), 'peak RSS MiB': Math.round(peak) });
       } finally {
         await database.drop();
       }

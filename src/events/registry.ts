@@ -27,7 +27,7 @@ export interface Consumption {
 }
 
 export function createHandlerRegistry<Api = unknown>(): HandlerRegistry<Api> {
-  const byType = new Map<string, BoundHandler<Api>[]>();
+  const by_type = new Map<string, BoundHandler<Api>[]>();
   const unknown: BoundHandler<Api>[] = [];
   const every: BoundHandler<Api>[] = [];
 
@@ -44,9 +44,9 @@ export function createHandlerRegistry<Api = unknown>(): HandlerRegistry<Api> {
         });
       }
       requireFunction(type, handler);
-      const list = byType.get(type) ?? [];
+      const list = by_type.get(type) ?? [];
       list.push(handler as BoundHandler<Api>);
-      byType.set(type, list);
+      by_type.set(type, list);
     },
     onUnknown(handler) {
       requireFunction('unknown event types', handler);
@@ -68,10 +68,10 @@ export function createHandlerRegistry<Api = unknown>(): HandlerRegistry<Api> {
       }
     },
     consumption() {
-      return { types: [...byType.keys()].sort(), everyType: every.length > 0, unknownTypes: unknown.length > 0 };
+      return { types: [...by_type.keys()].sort(), everyType: every.length > 0, unknownTypes: unknown.length > 0 };
     },
     handlersFor(kind, type) {
-      const own = kind === 'known' ? (byType.get(type) ?? []) : unknown;
+      const own = kind === 'known' ? (by_type.get(type) ?? []) : unknown;
       return own.length === 0 ? every : every.length === 0 ? own : [...own, ...every];
     },
   };

@@ -27,7 +27,7 @@ SELECT event_id, received_at, extract(epoch FROM now() - received_at)::float8 AS
 FROM inbox WHERE status IN ('received', 'processing', 'failed') ORDER BY received_at LIMIT 1`;
 
 export interface StatusCounts {
-  byStatus: Record<string, number>;
+  by_status: Record<string, number>;
   oldestUnfinishedAgeSeconds: number;
 }
 
@@ -35,32 +35,32 @@ export interface StatusCounts {
 export async function inboxStatusCounts(q: Queryable): Promise<StatusCounts> {
   const counts = await q.query<{ status: string; n: string | number }>(BY_STATUS_SQL);
   const oldest = await q.query<{ age: number | null }>(OLDEST_UNFINISHED_SQL);
-  const byStatus: Record<string, number> = {};
-  for (const r of counts.rows) byStatus[r.status] = (byStatus[r.status] ?? 0) + Number(r.n);
-  return { byStatus, oldestUnfinishedAgeSeconds: Math.max(0, Number(oldest.rows[0]?.age ?? 0)) };
+  const by_status: Record<string, number> = {};
+  for (const r of counts.rows) by_status[r.status] = (by_status[r.status] ?? 0) + Number(r.n);
+  return { by_status, oldestUnfinishedAgeSeconds: Math.max(0, Number(oldest.rows[0]?.age ?? 0)) };
 }
 
 export interface InboxStats {
-  byStatus: Record<string, number>;
-  byType: Record<string, Record<string, number>>;
+  by_status: Record<string, number>;
+  by_type: Record<string, Record<string, number>>;
   total: number;
   /** The oldest event still received, processing or failed; null when there is none. */
-  oldestUnprocessed: { eventId: string; receivedAt: string; ageSeconds: number } | null;
+  oldest_unprocessed: { event_id: string; received_at: string; age_seconds: number } | null;
 }
 
 export async function inboxStats(q: Queryable): Promise<InboxStats> {
   const counts = await q.query<{ type: string; status: string; n: string | number }>(BY_TYPE_AND_STATUS_SQL);
   const oldest = await q.query<{ event_id: string; received_at: Date; age: number }>(OLDEST_UNFINISHED_SQL);
-  const stats: InboxStats = { byStatus: {}, byType: {}, total: 0, oldestUnprocessed: null };
+  const stats: InboxStats = { by_status: {}, by_type: {}, total: 0, oldest_unprocessed: null };
   const rows = [...counts.rows].sort((a, b) => (a.type === b.type ? (a.status < b.status ? -1 : 1) : a.type < b.type ? -1 : 1));
   for (const r of rows) {
     const n = Number(r.n);
-    stats.byStatus[r.status] = (stats.byStatus[r.status] ?? 0) + n;
-    const byType = (stats.byType[r.type] ??= {});
-    byType[r.status] = (byType[r.status] ?? 0) + n;
+    stats.by_status[r.status] = (stats.by_status[r.status] ?? 0) + n;
+    const by_type = (stats.by_type[r.type] ??= {});
+    by_type[r.status] = (by_type[r.status] ?? 0) + n;
     stats.total += n;
   }
   const o = oldest.rows[0];
-  if (o) stats.oldestUnprocessed = { eventId: o.event_id, receivedAt: new Date(o.received_at).toISOString(), ageSeconds: Math.max(0, Number(o.age)) };
+  if (o) stats.oldest_unprocessed = { event_id: o.event_id, received_at: new Date(o.received_at).toISOString(), age_seconds: Math.max(0, Number(o.age)) };
   return stats;
 }

@@ -37,8 +37,8 @@ function withDeadline(db: Db, deadline: number): Db {
 }
 
 async function read(metrics: Metrics, db: Db): Promise<void> {
-  const { byStatus, oldestUnfinishedAgeSeconds } = await inboxStatusCounts(db);
-  for (const status of INBOX_STATUSES) metrics.inboxEvents.set({ status }, byStatus[status] ?? 0);
+  const { by_status, oldestUnfinishedAgeSeconds } = await inboxStatusCounts(db);
+  for (const status of INBOX_STATUSES) metrics.inboxEvents.set({ status }, by_status[status] ?? 0);
   metrics.inboxOldestUnfinishedAge.set(oldestUnfinishedAgeSeconds);
   metrics.reconcileGapsOpen.set(await countOpenGaps(db));
   const last = await lastSuccessfulRun(db);

@@ -5,12 +5,12 @@ import type { ReconcilerApi } from './types.js';
 export interface AuditResult {
   since: string;
   endpoints: string[];
-  deliveredScanned: number;
-  inWindow: number;
-  missingCount: number;
+  delivered_scanned: number;
+  in_window: number;
+  missing_count: number;
   /** Events the service believes delivered that postroom does not have (first 100). */
   missing: Array<{ event_id: string; event_type: string; endpoint_id: string; delivery_id: string; delivered_at: string | null }>;
-  durationMs: number;
+  duration_ms: number;
 }
 
 /**
@@ -23,27 +23,27 @@ export async function auditDelivered(
   options: { since: Date; endpoints: string[]; pageSize?: number; onProgress?: (scanned: number) => void },
 ): Promise<AuditResult> {
   const started = Date.now();
-  const result: AuditResult = { since: options.since.toISOString(), endpoints: options.endpoints, deliveredScanned: 0, inWindow: 0, missingCount: 0, missing: [], durationMs: 0 };
+  const result: AuditResult = { since: options.since.toISOString(), endpoints: options.endpoints, delivered_scanned: 0, in_window: 0, missing_count: 0, missing: [], duration_ms: 0 };
   for (const endpointId of options.endpoints) {
     let cursor: string | undefined;
     do {
       const page = await api.webhookDeliveries.list({ status: 'delivered', endpoint_id: endpointId, limit: options.pageSize ?? 200, ...(cursor ? { cursor } : {}) });
-      result.deliveredScanned += page.items.length;
-      const inWindow = page.items.filter((d) => {
+      result.delivered_scanned += page.items.length;
+      const in_window = page.items.filter((d) => {
         const t = Date.parse(d.delivered_at ?? d.created_at);
         return Number.isNaN(t) || t >= options.since.getTime();
       });
-      result.inWindow += inWindow.length;
-      const present = await eventIdsInInbox(db, inWindow.map((d) => d.event_id));
-      for (const d of inWindow) {
+      result.in_window += in_window.length;
+      const present = await eventIdsInInbox(db, in_window.map((d) => d.event_id));
+      for (const d of in_window) {
         if (present.has(d.event_id)) continue;
-        result.missingCount++;
+        result.missing_count++;
         if (result.missing.length < 100) result.missing.push({ event_id: d.event_id, event_type: d.event_type, endpoint_id: d.endpoint_id, delivery_id: d.delivery_id, delivered_at: d.delivered_at ?? null });
       }
-      options.onProgress?.(result.deliveredScanned);
+      options.onProgress?.(result.delivered_scanned);
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
   }
-  result.durationMs = Date.now() - started;
+  result.duration_ms = Date.now() - started;
   return result;
 }

@@ -31,7 +31,7 @@ export interface WalkTotals {
   pages: number;
   scanned: number;
   skipped: number;
-  gapsFound: number;
+  gaps_found: number;
   earliestGapDelivery: Date | null;
 }
 
@@ -56,7 +56,7 @@ export async function walkDeadDeliveries(
   const since = options.since?.getTime() ?? -Infinity;
   let cursor: string | undefined = mark.resumeCursor ?? undefined;
   let maxSeen: Date | null = mark.resumeMaxSeen;
-  const totals: WalkTotals = { pages: 0, scanned: 0, skipped: 0, gapsFound: 0, earliestGapDelivery: null };
+  const totals: WalkTotals = { pages: 0, scanned: 0, skipped: 0, gaps_found: 0, earliestGapDelivery: null };
 
   for (;;) {
     if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
@@ -99,14 +99,14 @@ export async function walkDeadDeliveries(
       const t = g.deliveryCreatedAt ? new Date(g.deliveryCreatedAt) : null;
       if (t && (!totals.earliestGapDelivery || t < totals.earliestGapDelivery)) totals.earliestGapDelivery = t;
     }
-    if (dryRun) totals.gapsFound += gaps.length;
+    if (dryRun) totals.gaps_found += gaps.length;
     else {
-      totals.gapsFound += await upsertGaps(db, gaps);
+      totals.gaps_found += await upsertGaps(db, gaps);
       await saveResumePoint(db, endpointId, status, page.nextCursor, maxSeen);
     }
     options.progress.pages++;
-    options.progress.deliveriesScanned += page.items.length;
-    options.progress.gapsFound += dryRun ? gaps.length : 0;
+    options.progress.deliveries_scanned += page.items.length;
+    options.progress.gaps_found += dryRun ? gaps.length : 0;
     options.onProgress?.(options.progress);
     if (!page.nextCursor) break;
     cursor = page.nextCursor;

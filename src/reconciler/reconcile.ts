@@ -61,27 +61,27 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     const started = clock.now();
     const dryRun = options.dryRun ?? false;
     const runId = dryRun ? null : await startRun(db, false, holder);
-    const progress: ReconcileProgress = { phase: 'dead-deliveries', pages: 0, deliveriesScanned: 0, gapsFound: 0, correspondencesReread: 0 };
+    const progress: ReconcileProgress = { phase: 'dead-deliveries', pages: 0, deliveries_scanned: 0, gaps_found: 0, correspondences_reread: 0 };
     const summary: ReconcileSummary = {
-      runId,
-      dryRun,
+      run_id: runId,
+      dry_run: dryRun,
       outcome: 'clean',
       endpoints: [],
       pages: 0,
-      deliveriesScanned: 0,
-      deliveriesSkipped: 0,
-      gapsFound: 0,
-      gapsRecovered: 0,
-      gapsStateSynced: 0,
-      gapsNotConsumed: 0,
-      gapsOpen: 0,
-      rereadSource: 'listing',
-      atRisk: { count: 0, sample: [] },
-      correspondencesReread: 0,
-      rereadFailures: [],
-      syntheticEventsWritten: 0,
-      syntheticEventsPlanned: 0,
-      durationMs: 0,
+      deliveries_scanned: 0,
+      deliveries_skipped: 0,
+      gaps_found: 0,
+      gaps_recovered: 0,
+      gaps_state_synced: 0,
+      gaps_not_consumed: 0,
+      gaps_open: 0,
+      reread_source: 'listing',
+      at_risk: { count: 0, sample: [] },
+      correspondences_reread: 0,
+      reread_failures: [],
+      synthetic_events_written: 0,
+      synthetic_events_planned: 0,
+      duration_ms: 0,
     };
     try {
       summary.endpoints = await endpointsToWalk(options);
@@ -90,23 +90,23 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         progress.endpointId = endpointId;
         const walked = await walkDeadDeliveries(db, api, endpointId, { ...options, logger, progress });
         summary.pages += walked.pages;
-        summary.deliveriesScanned += walked.scanned;
-        summary.deliveriesSkipped += walked.skipped;
-        summary.gapsFound += walked.gapsFound;
+        summary.deliveries_scanned += walked.scanned;
+        summary.deliveries_skipped += walked.skipped;
+        summary.gaps_found += walked.gaps_found;
         if (walked.earliestGapDelivery && (!earliestGap || walked.earliestGapDelivery < earliestGap)) earliestGap = walked.earliestGapDelivery;
 
         progress.phase = 'at-risk';
         options.onProgress?.(progress);
         const risk = await findAtRisk(api, endpointId, new Date(clock.now() - (options.atRiskAfterMs ?? 15 * 60_000)), options.pageSize ?? 200);
-        summary.atRisk.count += risk.count;
-        summary.atRisk.sample.push(...risk.sample.slice(0, 20 - summary.atRisk.sample.length));
+        summary.at_risk.count += risk.count;
+        summary.at_risk.sample.push(...risk.sample.slice(0, 20 - summary.at_risk.sample.length));
         progress.phase = 'dead-deliveries';
       }
-      if (!dryRun) summary.gapsRecovered += await recoverGapsReceivedLater(db, runId);
+      if (!dryRun) summary.gaps_recovered += await recoverGapsReceivedLater(db, runId);
 
       // Types nothing consumes close as not_consumed: an outage where nothing needed was lost ends clean.
       const isConsumed = consumedBy(await readConsumption(db), options.consumedTypes ?? []);
-      if (!dryRun) summary.gapsNotConsumed += await closeNotConsumed(db, (await openGapTypes(db)).filter((t) => !isConsumed(t)), runId);
+      if (!dryRun) summary.gaps_not_consumed += await closeNotConsumed(db, (await openGapTypes(db)).filter((t) => !isConsumed(t)), runId);
 
       // Pass 2: re-read every file that changed since the earliest open gap (or the last walk), and those gaps name.
       progress.phase = 're-read';
@@ -124,22 +124,22 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
           earliestGap: [outline.earliestDelivery, earliestGap].filter((d): d is Date => d !== null).sort((a, b) => a.getTime() - b.getTime())[0] ?? null,
           namedIds: outline.correspondenceIds,
           onFile: () => {
-            progress.correspondencesReread++;
+            progress.correspondences_reread++;
             options.onProgress?.(progress);
           },
         },
       );
       if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
-      summary.rereadSource = reread.source;
-      summary.correspondencesReread = reread.ok.size;
-      summary.rereadFailures = reread.failures;
-      summary.syntheticEventsPlanned = reread.planned;
-      summary.syntheticEventsWritten = reread.written;
+      summary.reread_source = reread.source;
+      summary.correspondences_reread = reread.ok.size;
+      summary.reread_failures = reread.failures;
+      summary.synthetic_events_planned = reread.planned;
+      summary.synthetic_events_written = reread.written;
 
       if (!dryRun) {
         const closed = await closeExplainedGaps(db, { rereadIds: [...reread.ok], standing: reread.standing, seenBefore: rereadStarted, rereadAt: rereadStarted, runId });
-        summary.gapsRecovered += closed.recovered;
-        summary.gapsStateSynced += closed.stateSynced;
+        summary.gaps_recovered += closed.recovered;
+        summary.gaps_state_synced += closed.stateSynced;
         const failed = reread.failures.length;
         await explainOpenGaps(
           db,
@@ -151,21 +151,21 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
               : 'the service offers no listing of changed files and no file postroom knows shows this change: record what you send (`postroom sent record`), check with the service, or ignore after checking',
         );
       }
-      summary.gapsOpen = dryRun ? summary.gapsFound : await countOpenGaps(db);
-      summary.outcome = summary.gapsOpen > 0 ? 'gaps_open' : 'clean';
-      summary.durationMs = clock.now() - started;
+      summary.gaps_open = dryRun ? summary.gaps_found : await countOpenGaps(db);
+      summary.outcome = summary.gaps_open > 0 ? 'gaps_open' : 'clean';
+      summary.duration_ms = clock.now() - started;
       if (runId !== null) await finishRun(db, runId, summary.outcome, summary);
       metrics?.reconcileRuns.inc({ outcome: summary.outcome });
-      metrics?.reconcileDuration.observe(summary.durationMs / 1000);
+      metrics?.reconcileDuration.observe(summary.duration_ms / 1000);
       if (!dryRun) {
-        metrics?.reconcileGapsOpen.set(summary.gapsOpen);
+        metrics?.reconcileGapsOpen.set(summary.gaps_open);
         metrics?.reconcileLastSuccess.set(Math.floor(clock.now() / 1000));
       }
-      logger.info({ ...summary, atRisk: summary.atRisk.count, rereadFailures: summary.rereadFailures.length }, 'reconcile run finished');
+      logger.info({ ...summary, at_risk: summary.at_risk.count, reread_failures: summary.reread_failures.length }, 'reconcile run finished');
       return summary;
     } catch (err) {
       summary.outcome = 'failed';
-      summary.durationMs = clock.now() - started;
+      summary.duration_ms = clock.now() - started;
       metrics?.reconcileRuns.inc({ outcome: 'failed' });
       if (runId !== null) await finishRun(db, runId, 'failed', summary, describeError(err)).catch(() => undefined);
       throw err;

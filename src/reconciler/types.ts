@@ -47,32 +47,32 @@ export interface ReconcileProgress {
   phase: 'dead-deliveries' | 'at-risk' | 're-read';
   endpointId?: string;
   pages: number;
-  deliveriesScanned: number;
-  gapsFound: number;
-  correspondencesReread: number;
+  deliveries_scanned: number;
+  gaps_found: number;
+  correspondences_reread: number;
 }
 
 export interface ReconcileSummary {
-  runId: number | null;
-  dryRun: boolean;
+  run_id: number | null;
+  dry_run: boolean;
   outcome: 'clean' | 'gaps_open' | 'failed';
   endpoints: string[];
   pages: number;
-  deliveriesScanned: number;
-  deliveriesSkipped: number;
-  gapsFound: number;
+  deliveries_scanned: number;
+  deliveries_skipped: number;
+  gaps_found: number;
   /** Closed in this run, by what closed them. */
-  gapsRecovered: number;
-  gapsStateSynced: number;
-  gapsNotConsumed: number;
+  gaps_recovered: number;
+  gaps_state_synced: number;
+  gaps_not_consumed: number;
   /** Open after the run: each is something a consumer needs that postroom could not prove recovered. */
-  gapsOpen: number;
+  gaps_open: number;
   /** How files were found: the service's listing of changed files, or (no listing) the files postroom knows. */
-  rereadSource: 'listing' | 'known';
-  atRisk: { count: number; sample: Array<{ delivery_id: string; event_id: string; endpoint_id: string; created_at: string }> };
-  correspondencesReread: number;
-  rereadFailures: Array<{ correspondence_id: string; error: string }>;
-  syntheticEventsWritten: number;
-  syntheticEventsPlanned: number;
-  durationMs: number;
+  reread_source: 'listing' | 'known';
+  at_risk: { count: number; sample: Array<{ delivery_id: string; event_id: string; endpoint_id: string; created_at: string }> };
+  correspondences_reread: number;
+  reread_failures: Array<{ correspondence_id: string; error: string }>;
+  synthetic_events_written: number;
+  synthetic_events_planned: number;
+  duration_ms: number;
 }

@@ -47,7 +47,7 @@ export function decideReplay(row: ReplayCandidate): ReplayDecision {
   return reparsed ? { action: 'reset', reparsed } : { action: 'reset' };
 }
 
-export type ReplayOneResult = { outcome: 'replayed'; fromStatus: string } | { outcome: 'still_invalid'; reason: string };
+export type ReplayOneResult = { outcome: 'replayed'; from_status: string } | { outcome: 'still_invalid'; reason: string };
 
 async function candidate(db: Db, eventId: string): Promise<ReplayCandidate> {
   const row = await getReplayCandidate(db, eventId);
@@ -71,16 +71,16 @@ export async function replayEvent(db: Db, eventId: string): Promise<ReplayOneRes
   const done = await resetForReplay(db, [{ eventId, fromStatus: row.status, reparsed: decision.reparsed }]);
   if (done.length === 0) throw new PostroomError('replay_conflict', `Event ${eventId} changed while replaying it; look again with \`postroom inbox show ${eventId}\`.`);
   await db.notify(INBOX_CHANNEL).catch(() => undefined);
-  return { outcome: 'replayed', fromStatus: row.status };
+  return { outcome: 'replayed', from_status: row.status };
 }
 
 export interface ReplaySummary {
   matched: number;
   replayed: number;
-  stillInvalid: number;
+  still_invalid: number;
   /** Up to 20 examples of why quarantined events are still refused. */
-  invalidExamples: Array<{ eventId: string; reason: string }>;
-  dryRun: boolean;
+  invalid_examples: Array<{ event_id: string; reason: string }>;
+  dry_run: boolean;
 }
 
 const PAGE = 500;
@@ -92,7 +92,7 @@ export async function replayMatching(
   options: { dryRun?: boolean; onProgress?: (done: number, total: number) => void } = {},
 ): Promise<ReplaySummary> {
   const matched = await countReplayable(db, filter);
-  const summary: ReplaySummary = { matched, replayed: 0, stillInvalid: 0, invalidExamples: [], dryRun: options.dryRun === true };
+  const summary: ReplaySummary = { matched, replayed: 0, still_invalid: 0, invalid_examples: [], dry_run: options.dryRun === true };
   if (options.dryRun || matched === 0) return summary;
   let after: string | null = null;
   let seen = 0;
@@ -105,8 +105,8 @@ export async function replayMatching(
       const d = decideReplay(row);
       if (d.action === 'reset') resets.push({ eventId: row.event_id, fromStatus: row.status, reparsed: d.reparsed });
       else if (d.action === 'still_invalid') {
-        summary.stillInvalid++;
-        if (summary.invalidExamples.length < 20) summary.invalidExamples.push({ eventId: row.event_id, reason: d.reason });
+        summary.still_invalid++;
+        if (summary.invalid_examples.length < 20) summary.invalid_examples.push({ event_id: row.event_id, reason: d.reason });
         await noteStillQuarantined(db, row.event_id, d.reason);
       }
     }

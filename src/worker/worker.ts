@@ -26,7 +26,7 @@ export interface CreateWorkerOptions<Api = unknown> {
 
 export interface DrainResult {
   /** Events whose transaction committed, by the status they reached. */
-  byStatus: Record<string, number>;
+  by_status: Record<string, number>;
   batches: number;
 }
 
@@ -176,14 +176,14 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     },
 
     async drain(drainOptions = {}) {
-      const result: DrainResult = { byStatus: {}, batches: 0 };
+      const result: DrainResult = { by_status: {}, batches: 0 };
       const max = drainOptions.maxBatches ?? Number.POSITIVE_INFINITY;
       lastReapAt = 0;
       while (result.batches < max) {
         const outcomes = await runOnce();
         if (!outcomes) break;
         result.batches++;
-        for (const o of outcomes) result.byStatus[o.completion.status] = (result.byStatus[o.completion.status] ?? 0) + 1;
+        for (const o of outcomes) result.by_status[o.completion.status] = (result.by_status[o.completion.status] ?? 0) + 1;
       }
       return result;
     },

@@ -335,7 +335,7 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
     const secondDrain = await drain(direct, DRAIN_TIMEOUT_MS);
     mark(`workers drained: ${secondDrain.drained ? 'yes' : 'NO'}`);
     const audit = await runCliProcess(['audit', '--since', '1h', '--json'], env);
-    let auditResult: { missingCount?: number; inWindow?: number; missing?: Array<{ event_id: string }> } = {};
+    let auditResult: { missing_count?: number; in_window?: number; missing?: Array<{ event_id: string }> } = {};
     try {
       auditResult = JSON.parse(audit.stdout) as typeof auditResult;
     } catch {
@@ -382,7 +382,7 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
     const openGaps = gaps.filter((g) => g.status === 'open');
     const wrongOpen = openGaps.filter((g) => !UNREREADABLE.has(g.event_type));
     check(wrongOpen.length === 0, () => `gaps still open that a re-read should explain: ${sample(wrongOpen.map((g) => `${g.event_id} (${g.event_type}): ${g.reason ?? ''}`))}`);
-    check(audit.code === 0 && auditResult.missingCount === 0, () => `postroom audit --since 1h: exit ${audit.code}, missing ${auditResult.missingCount ?? '?'}: ${sample((auditResult.missing ?? []).map((m) => m.event_id))}${audit.code !== 0 && audit.code !== 3 ? `\n${audit.stderr.slice(-1500)}` : ''}`);
+    check(audit.code === 0 && auditResult.missing_count === 0, () => `postroom audit --since 1h: exit ${audit.code}, missing ${auditResult.missing_count ?? '?'}: ${sample((auditResult.missing ?? []).map((m) => m.event_id))}${audit.code !== 0 && audit.code !== 3 ? `\n${audit.stderr.slice(-1500)}` : ''}`);
     if (reconcile) {
       const expected = openGaps.length > 0 ? 2 : 0;
       check(reconcile.code === expected, () => `postroom reconcile --json exited ${reconcile!.code} (${expected} expected: ${openGaps.length} gap(s) open): ${reconcile!.stdout.slice(0, 1500)}\n${reconcile!.stderr.slice(-1500)}`);
@@ -416,8 +416,8 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
     const acked = rr.records.filter((r) => r.status >= 200 && r.status < 300);
     const ackedNotStored = [...new Set(acked.filter((r) => !inboxById.has(r.eventId)).map((r) => `${r.eventId} (${r.backend === -1 ? 'proxy' : r.backend === 0 ? 'A' : 'B'})`))];
     check(ackedNotStored.length === 0, () => `2xx answered for events that are not stored: ${sample(ackedNotStored)}`);
-    const byStatus = new Map<number, number>();
-    for (const r of rr.records) byStatus.set(r.status, (byStatus.get(r.status) ?? 0) + 1);
+    const by_status = new Map<number, number>();
+    for (const r of rr.records) by_status.set(r.status, (by_status.get(r.status) ?? 0) + 1);
     const oddAnswers = rr.records.filter((r) => r.backend !== -1 && r.status !== 200 && r.status !== 503);
     check(oddAnswers.length === 0, () => `receiver answers other than 200 or 503 (a 401 would mean the skewed clock was refused): ${sample(oddAnswers.map((r) => `${r.eventId} ${r.status} from ${r.backend === 0 ? 'A' : 'B'}`))}`);
 
@@ -435,7 +435,7 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
     check(acceptedByA > 0, () => 'scenario: the skewed receiver accepted no event');
     check(chaos.kills === 3 && chaos.cuts === 2 && chaos.failureWindows === 1, () => `scenario: ran ${chaos.kills} kills, ${chaos.cuts} cuts, ${chaos.failureWindows} failure windows (3, 2, 1 planned)`);
     check(missingBeforeReconcile.length > 0, () => 'scenario: no dead delivery was missing from the inbox, so the reconciler had nothing to prove');
-    check((byStatus.get(503) ?? 0) > 0, () => 'scenario: no receiver answered 503, so the database cuts were not felt');
+    check((by_status.get(503) ?? 0) > 0, () => 'scenario: no receiver answered 503, so the database cuts were not felt');
     check(acked.some((r) => r.bodyStatus === 'duplicate'), () => 'scenario: no duplicate delivery reached a receiver');
     check(retries > 0, () => 'scenario: no handler invocation was retried');
 
@@ -458,19 +458,19 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
       ['SIGKILLs of B / restart (ms)', `${chaos.kills} / ${chaos.restartMs.join(', ')}`],
       ['database cuts (ms)', `${chaos.cuts} (${chaos.cutMs.join(', ')})`],
       ['clock skew A / B (median Date, s)', `${skewA === undefined ? '?' : (skewA / 1000).toFixed(1)} / ${skewB === undefined ? '?' : (skewB / 1000).toFixed(1)}`],
-      ['proxy answers by status', [...byStatus].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}: ${n}`).join(', ')],
+      ['proxy answers by status', [...by_status].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}: ${n}`).join(', ')],
       ['proxy 502/504 causes', [...proxyErrors].map(([e, n]) => `${e}: ${n}`).join(', ') || '-'],
       ['receiver crashes (restarted)', crashes.length],
       ['2xx answers checked against the inbox', `${acked.length} (${new Set(acked.map((r) => r.eventId)).size} events), ${ackedNotStored.length} not stored`],
       ['dead deliveries / missing from inbox', `${dead.length} / ${missingBeforeReconcile.length}`],
       ['events flagged open for on-call (no file shows them)', String(flagged.length)],
-      ['reconcile: gaps found / recovered / state synced / not consumed / open', `${summary.gapsFound ?? '-'} / ${summary.gapsRecovered ?? '-'} / ${summary.gapsStateSynced ?? '-'} / ${summary.gapsNotConsumed ?? '-'} / ${summary.gapsOpen ?? '-'}`],
-      ['reconcile: re-read / synthetic written', `${summary.correspondencesReread ?? '-'} / ${summary.syntheticEventsWritten ?? '-'}`],
+      ['reconcile: gaps found / recovered / state synced / not consumed / open', `${summary.gaps_found ?? '-'} / ${summary.gaps_recovered ?? '-'} / ${summary.gaps_state_synced ?? '-'} / ${summary.gaps_not_consumed ?? '-'} / ${summary.gaps_open ?? '-'}`],
+      ['reconcile: re-read / synthetic written', `${summary.correspondences_reread ?? '-'} / ${summary.synthetic_events_written ?? '-'}`],
       ['events stored / reconciled / lost', `${stored.length} / ${reconciled.length} / ${lost.length}`],
       ['inbox rows webhook / reconciler / processed', `${bySource('webhook')} / ${bySource('reconciler')} / ${processed.length}`],
       ['effects / handler invocations / retries', `${effects.length} / ${invocationLines.length} / ${retries} (${injected.length} first attempts failed on purpose)`],
       ['events with >1 attempt / processes with effects', `${inbox.filter((r) => r.attempts > 1).length} / ${pids.size}`],
-      ['audit: delivered checked / missing', `${auditResult.inWindow ?? '?'} / ${auditResult.missingCount ?? '?'}`],
+      ['audit: delivered checked / missing', `${auditResult.in_window ?? '?'} / ${auditResult.missing_count ?? '?'}`],
       ['projections compared / differing', `${correspondence.length} / ${new Set(diffs.map((d) => d.correspondenceId)).size}`],
       ['faketime', `${faketime.how} (${faketime.library})`],
     ];

@@ -15,15 +15,15 @@ function row(id: string, type: string, status: 'received' | 'quarantined' = 'rec
 }
 
 /** The truth, counted the expensive way. */
-async function truth(q: Queryable): Promise<{ byStatus: Record<string, number>; byType: Record<string, Record<string, number>> }> {
+async function truth(q: Queryable): Promise<{ by_status: Record<string, number>; by_type: Record<string, Record<string, number>> }> {
   const res = await q.query<{ type: string; status: string; n: number }>('SELECT type, status, count(*)::int AS n FROM inbox GROUP BY type, status');
-  const byStatus: Record<string, number> = {};
-  const byType: Record<string, Record<string, number>> = {};
+  const by_status: Record<string, number> = {};
+  const by_type: Record<string, Record<string, number>> = {};
   for (const r of res.rows) {
-    byStatus[r.status] = (byStatus[r.status] ?? 0) + r.n;
-    (byType[r.type] ??= {})[r.status] = r.n;
+    by_status[r.status] = (by_status[r.status] ?? 0) + r.n;
+    (by_type[r.type] ??= {})[r.status] = r.n;
   }
-  return { byStatus, byType };
+  return { by_status, by_type };
 }
 
 /** Records every statement a function sends, so its plans can be inspected. */
@@ -127,10 +127,10 @@ describe.each(await availableStoreKinds())('inbox counts on %s', (kind) => {
         }
         const expected = await truth(store.db);
         const counts = await inboxStatusCounts(store.db);
-        for (const s of INBOX_STATUSES) expect(counts.byStatus[s] ?? 0).toBe(expected.byStatus[s] ?? 0);
+        for (const s of INBOX_STATUSES) expect(counts.by_status[s] ?? 0).toBe(expected.by_status[s] ?? 0);
         const stats = await inboxStats(store.db);
-        expect(stats.byType).toEqual(expected.byType);
-        expect(stats.total).toBe(Object.values(expected.byStatus).reduce((a, b) => a + b, 0));
+        expect(stats.by_type).toEqual(expected.by_type);
+        expect(stats.total).toBe(Object.values(expected.by_status).reduce((a, b) => a + b, 0));
       }),
       { numRuns: kind === 'pglite' ? 25 : 40 },
     );

@@ -43,7 +43,7 @@ describe.each(await availableStoreKinds())('upgrading an existing inbox to 007 o
     const after = await store.db.query<{ event_id: string; payload: unknown; raw_body: Uint8Array; status: string }>('SELECT event_id, payload, raw_body, status FROM inbox ORDER BY event_id');
     expect(after.rows).toEqual(before.rows);
     const counts = await inboxStatusCounts(store.db);
-    expect(counts.byStatus).toMatchObject({ processed: 3, skipped: 1, dead: 1, quarantined: 1, received: 1, failed: 1 });
+    expect(counts.by_status).toMatchObject({ processed: 3, skipped: 1, dead: 1, quarantined: 1, received: 1, failed: 1 });
     const indexes = (await store.db.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = 'inbox'`)).rows.map((r) => r.indexname);
     expect(indexes).toContain('inbox_attention_idx');
     expect(indexes).not.toContain('inbox_runnable_idx');

@@ -97,7 +97,7 @@ describe.skipIf(!pgUrl)('a store that stops answering', () => {
     let stop = false;
     try {
       await locker.query('BEGIN');
-      await locker.query('LOCK TABLE inbox IN EXCLUSIVE MODE');
+      await locker.query('LOCK TABLE postroom.inbox IN EXCLUSIVE MODE');
       // Steady traffic, as a load balancer would keep sending.
       const traffic = (async () => {
         while (!stop) {

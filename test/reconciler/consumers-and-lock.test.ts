@@ -32,7 +32,7 @@ describe.skipIf(!pg)('what nothing consumes closes; what a handler consumes stay
     sandbox.control.seedDeliveries({ endpointId: ep.endpoint_id, count: 2, status: 'dead', eventType: 'campaign.status_changed' });
     const first = await runCli(['reconcile', '--endpoint', ep.endpoint_id, '--json'], env);
     expect(first.code, first.stdout + first.stderr).toBe(0);
-    expect(JSON.parse(first.stdout)).toMatchObject({ gapsFound: 4, gapsNotConsumed: 4, gapsOpen: 0, outcome: 'clean' });
+    expect(JSON.parse(first.stdout)).toMatchObject({ gaps_found: 4, gaps_not_consumed: 4, gaps_open: 0, outcome: 'clean' });
     expect(await gapStates()).toEqual([
       { event_type: 'campaign.status_changed', status: 'not_consumed', n: 2 },
       { event_type: 'wallet.debited', status: 'not_consumed', n: 2 },
@@ -48,7 +48,7 @@ describe.skipIf(!pg)('what nothing consumes closes; what a handler consumes stay
     sandbox.control.seedDeliveries({ endpointId: ep.endpoint_id, count: 1, status: 'dead', eventType: 'campaign.status_changed' });
     const second = await runCli(['reconcile', '--endpoint', ep.endpoint_id, '--json'], env);
     expect(second.code).toBe(2);
-    expect(JSON.parse(second.stdout)).toMatchObject({ gapsFound: 2, gapsNotConsumed: 1, gapsOpen: 1, outcome: 'gaps_open' });
+    expect(JSON.parse(second.stdout)).toMatchObject({ gaps_found: 2, gaps_not_consumed: 1, gaps_open: 1, outcome: 'gaps_open' });
     expect(await gapStates()).toEqual([
       { event_type: 'campaign.status_changed', status: 'not_consumed', n: 3 },
       { event_type: 'wallet.debited', status: 'not_consumed', n: 2 },
@@ -59,7 +59,7 @@ describe.skipIf(!pg)('what nothing consumes closes; what a handler consumes stay
     sandbox.control.seedDeliveries({ endpointId: ep.endpoint_id, count: 1, status: 'dead', eventType: 'campaign.status_changed' });
     const third = await runCli(['reconcile', '--endpoint', ep.endpoint_id, '--json'], { ...env, POSTROOM_RECONCILE_CONSUMED_TYPES: 'campaign.status_changed' });
     expect(third.code).toBe(2);
-    expect(JSON.parse(third.stdout)).toMatchObject({ gapsFound: 1, gapsNotConsumed: 0, gapsOpen: 2 });
+    expect(JSON.parse(third.stdout)).toMatchObject({ gaps_found: 1, gaps_not_consumed: 0, gaps_open: 2 });
     await postroom.stop(1000);
   });
 
@@ -85,6 +85,6 @@ describe.skipIf(!pg)('what nothing consumes closes; what a handler consumes stay
     const waited = await runCli(['reconcile', '--wait', '30s', '--json'], env);
     await lock;
     expect([0, 2]).toContain(waited.code);
-    expect(JSON.parse(waited.stdout)).toMatchObject({ dryRun: false });
+    expect(JSON.parse(waited.stdout)).toMatchObject({ dry_run: false });
   });
 });

@@ -14,6 +14,9 @@ import { freePort } from '../support/process.js';
 
 const pg = await adminUrl();
 
+const keysOf = (v: unknown): string[] =>
+  Array.isArray(v) ? v.flatMap(keysOf) : v && typeof v === 'object' ? Object.entries(v).flatMap(([k, x]) => [k, ...keysOf(x)]) : [];
+
 interface GapRow {
   gap_id: number;
   event_id: string;
@@ -136,17 +139,21 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
 
     const first = await runCli(['reconcile', '--json'], env);
     const s1 = JSON.parse(first.stdout);
-    expect(s1.rereadSource).toBe('listing');
+    expect(s1.reread_source).toBe('listing');
+    // One casing for --json output, the service's (issue 15): snake_case keys all the way down.
+    expect(keysOf(s1).filter((k) => !/^[a-z0-9_]+$/.test(k))).toEqual([]);
+    const audit = await runCli(['audit', '--since', '1h', '--json'], env);
+    expect(keysOf(JSON.parse(audit.stdout)).filter((k) => !/^[a-z0-9_]+$/.test(k))).toEqual([]);
     const gaps = (await store.db.query<GapRow>('SELECT gap_id::int AS gap_id, event_id, event_type, status, reason, first_seen_at, evidence FROM reconcile_gaps ORDER BY gap_id')).rows;
-    const byStatus = (st: string): GapRow[] => gaps.filter((g) => g.status === st);
+    const by_status = (st: string): GapRow[] => gaps.filter((g) => g.status === st);
     // Only the debit a handler consumes is open: it has no file to re-read. Nothing consumes the campaign event.
-    expect(byStatus('open').map((g) => g.event_type)).toEqual(['wallet.debited']);
-    expect(byStatus('not_consumed').map((g) => g.event_type)).toEqual(['campaign.status_changed']);
+    expect(by_status('open').map((g) => g.event_type)).toEqual(['wallet.debited']);
+    expect(by_status('not_consumed').map((g) => g.event_type)).toEqual(['campaign.status_changed']);
     expect(first.code).toBe(2);
-    expect(s1).toMatchObject({ outcome: 'gaps_open', gapsOpen: 1, gapsNotConsumed: 1 });
+    expect(s1).toMatchObject({ outcome: 'gaps_open', gaps_open: 1, gaps_not_consumed: 1 });
 
     // Every closed gap names its own file, re-read after the gap was seen.
-    for (const g of [...byStatus('recovered'), ...byStatus('state_synced')]) {
+    for (const g of [...by_status('recovered'), ...by_status('state_synced')]) {
       const truth = sandbox.control.event(g.event_id).correspondence_id;
       expect(truth, g.event_id).toBeTruthy();
       expect(g.evidence?.kind, `${g.event_type} ${g.event_id}`).toBe('reread');
@@ -172,19 +179,19 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
     expect(approved.rows).toHaveLength(1);
 
     // On-call confirms the debit with the service and closes it; the run after that is clean and writes nothing.
-    const walletGap = byStatus('open')[0]!;
+    const walletGap = by_status('open')[0]!;
     expect(walletGap.reason).toMatch(/no resource to re-read for wallet\.debited/);
     expect((await runCli(['gaps', 'ignore', String(walletGap.gap_id), '--reason', 'debit confirmed in the portal'], env)).code).toBe(0);
     const before = await store.db.query<{ n: number }>('SELECT (SELECT count(*) FROM inbox) + (SELECT count(*) FROM reconcile_explanations) AS n');
     const gapsBefore = JSON.stringify((await store.db.query('SELECT gap_id, status, reason, evidence FROM reconcile_gaps ORDER BY gap_id')).rows);
     const second = await runCli(['reconcile', '--json'], env);
     expect(second.code, second.stdout).toBe(0);
-    expect(JSON.parse(second.stdout)).toMatchObject({ gapsFound: 0, gapsOpen: 0, syntheticEventsWritten: 0, outcome: 'clean' });
+    expect(JSON.parse(second.stdout)).toMatchObject({ gaps_found: 0, gaps_open: 0, synthetic_events_written: 0, outcome: 'clean' });
     const after = await store.db.query<{ n: number }>('SELECT (SELECT count(*) FROM inbox) + (SELECT count(*) FROM reconcile_explanations) AS n');
     expect(after.rows[0]!.n).toBe(before.rows[0]!.n);
     expect(JSON.stringify((await store.db.query('SELECT gap_id, status, reason, evidence FROM reconcile_gaps ORDER BY gap_id')).rows)).toBe(gapsBefore);
 
-    const shown = await runCli(['gaps', 'show', String(byStatus('recovered').find((g) => g.evidence?.kind === 'reread')!.gap_id)], env);
+    const shown = await runCli(['gaps', 'show', String(by_status('recovered').find((g) => g.evidence?.kind === 'reread')!.gap_id)], env);
     expect(shown.stdout).toMatch(/evidence\s+\{.*"kind": ?"reread"/);
     expect(shown.stdout).toMatch(/"correspondence_id": ?"cor_/);
   }, 240_000);

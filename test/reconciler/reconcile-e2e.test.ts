@@ -99,10 +99,10 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
     const first = await runCli(['reconcile', '--json'], env);
     expect(first.stderr).toContain('plane: sandbox');
     const s1 = JSON.parse(first.stdout);
-    expect(s1.gapsFound).toBeGreaterThan(0);
-    expect(s1.syntheticEventsWritten).toBeGreaterThan(0);
+    expect(s1.gaps_found).toBeGreaterThan(0);
+    expect(s1.synthetic_events_written).toBeGreaterThan(0);
     const written = await store.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbox WHERE source = 'reconciler'`);
-    expect(written.rows[0]!.n).toBe(s1.syntheticEventsWritten);
+    expect(written.rows[0]!.n).toBe(s1.synthetic_events_written);
     await postroom.drain();
 
     for (const c of sandbox.control.listCorrespondence()) {
@@ -117,7 +117,7 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
     const open = gaps.rows.filter((g) => g.status === 'open');
     expect(open.map((g) => `${g.event_type}: ${g.reason}`)).toEqual([]);
     expect(first.code).toBe(0);
-    expect(s1).toMatchObject({ gapsOpen: 0, outcome: 'clean' });
+    expect(s1).toMatchObject({ gaps_open: 0, outcome: 'clean' });
     for (const d of dead) {
       if (d.event_type === 'webhook.test') continue;
       const status = gapByEvent.get(d.event_id)?.status;
@@ -128,12 +128,12 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
     const second = await runCli(['reconcile', '--json'], env);
     const s2 = JSON.parse(second.stdout);
     expect(second.code).toBe(0);
-    expect(s2).toMatchObject({ gapsFound: 0, syntheticEventsWritten: 0, gapsOpen: 0 });
-    expect(s2.deliveriesScanned).toBe(s1.deliveriesScanned);
+    expect(s2).toMatchObject({ gaps_found: 0, synthetic_events_written: 0, gaps_open: 0 });
+    expect(s2.deliveries_scanned).toBe(s1.deliveries_scanned);
 
     const audit = await runCli(['audit', '--since', '1h', '--json'], env);
     expect(audit.code, audit.stdout).toBe(0);
-    expect(JSON.parse(audit.stdout).missingCount).toBe(0);
+    expect(JSON.parse(audit.stdout).missing_count).toBe(0);
   }, 240_000);
 
   it('two replicas started together reconcile once', async () => {
@@ -167,7 +167,7 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
 
     const resumed = await reconciler.run({ endpoints: [ep.endpoint_id], pageSize: 100 });
     expect(resumed.ran && resumed.summary.pages).toBe(6);
-    expect(resumed.ran && resumed.summary.gapsFound).toBe(600);
+    expect(resumed.ran && resumed.summary.gaps_found).toBe(600);
     const after = await store.db.query<{ resume_cursor: string | null; watermark: Date | null }>('SELECT resume_cursor, watermark FROM reconcile_watermarks WHERE endpoint_id = $1', [ep.endpoint_id]);
     expect(after.rows[0]).toMatchObject({ resume_cursor: null });
     expect(after.rows[0]!.watermark).not.toBeNull();

@@ -51,19 +51,19 @@ describe('the sent ledger', () => {
       const reconciler = createReconciler({ db: other.db, api: client, logger: silentLogger(), clock: systemClock });
       // A dry run reports what it would find and changes nothing.
       const dry = await reconciler.run({ endpoints: [ep.endpoint_id], dryRun: true });
-      expect(dry.ran && dry.summary).toMatchObject({ dryRun: true, runId: null, gapsFound: 5, deliveriesScanned: 5 });
+      expect(dry.ran && dry.summary).toMatchObject({ dry_run: true, run_id: null, gaps_found: 5, deliveries_scanned: 5 });
       for (const table of ['reconcile_gaps', 'reconcile_runs', 'reconcile_watermarks']) {
         expect((await other.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]!.n, table).toBe(0);
       }
       const first = await reconciler.run({ endpoints: [ep.endpoint_id] });
-      expect(first.ran && first.summary).toMatchObject({ gapsFound: 5, gapsRecovered: 0, gapsStateSynced: 0, gapsOpen: 5, outcome: 'gaps_open' });
+      expect(first.ran && first.summary).toMatchObject({ gaps_found: 5, gaps_recovered: 0, gaps_state_synced: 0, gaps_open: 5, outcome: 'gaps_open' });
 
       // A file sent and re-read after the gaps does not explain them: its changes are not theirs.
       const recording = createApiClient({ baseUrl: own.url, apiKey: own.apiKey, onCorrespondenceCreated: sentLedger(other.db) });
       const sent = await recording.correspondence.create({ kind: 'letter', subject: 's', content_type: 'x', document_ids: [], recipients: [{ addressing: { type: 'nin', nin: '12345678901' }, ref: 'r' }] });
       const second = await reconciler.run({ endpoints: [ep.endpoint_id] });
-      expect(second.ran && second.summary).toMatchObject({ gapsFound: 0, gapsRecovered: 0, gapsStateSynced: 0, gapsOpen: 5, outcome: 'gaps_open' });
-      expect(second.ran && second.summary.correspondencesReread).toBeGreaterThanOrEqual(1);
+      expect(second.ran && second.summary).toMatchObject({ gaps_found: 0, gaps_recovered: 0, gaps_state_synced: 0, gaps_open: 5, outcome: 'gaps_open' });
+      expect(second.ran && second.summary.correspondences_reread).toBeGreaterThanOrEqual(1);
       const gaps = await other.db.query<{ status: string; reason: string; evidence: unknown }>('SELECT status, reason, evidence FROM reconcile_gaps');
       for (const g of gaps.rows) expect(g).toMatchObject({ status: 'open', evidence: null, reason: expect.stringMatching(/no file re-read|no file postroom knows/) });
       expect((await other.db.query('SELECT 1 FROM inbox WHERE correspondence_id = $1', [sent.correspondence_id])).rowCount).toBeGreaterThan(0);

@@ -43,7 +43,7 @@ describe.each(kinds)('worker processing (%s)', (kind) => {
     await insertEnvelopes(store.db, events);
 
     const result = await postroom.drain();
-    expect(result.byStatus).toEqual({ processed: 3 });
+    expect(result.by_status).toEqual({ processed: 3 });
     expect(seen).toEqual(events.map((e) => ({ id: e.event_id, attempt: 1, source: 'webhook' })));
     expect((await store.db.query('SELECT count(*)::int AS n FROM effects')).rows[0]).toEqual({ n: 3 });
     const row = await inboxRow(store.db, events[0]!.event_id);
@@ -133,7 +133,7 @@ describe.each(kinds)('worker processing (%s)', (kind) => {
     const fine = acted('cor_c', 'p1', 'read', '2026-01-01T00:00:03Z');
     await insertEnvelopes(store.db, [swallow, hang, fine]);
     const result = await postroom.drain();
-    expect(result.byStatus).toEqual({ failed: 2, processed: 1 });
+    expect(result.by_status).toEqual({ failed: 2, processed: 1 });
     expect(await inboxRow(store.db, swallow.event_id)).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/handler_left_tx_aborted/) });
     expect(await inboxRow(store.db, hang.event_id)).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/handler_timeout/) });
     expect(await lateWrite).toMatch(/after the handler finished/);
@@ -178,7 +178,7 @@ describe.each(kinds)('worker processing (%s)', (kind) => {
       const events = [acted('cor_ok1', 'p', 'read', '2026-01-01T00:00:01Z'), acted('cor_boom', 'p', 'read', '2026-01-01T00:00:02Z'), acted('cor_ok2', 'p', 'read', '2026-01-01T00:00:03Z')];
       await insertEnvelopes(store.db, events);
       const result = await postroom.drain();
-      expect(result.byStatus).toEqual({ processed: 2, failed: 1 });
+      expect(result.by_status).toEqual({ processed: 2, failed: 1 });
       expect(await inboxRow(store.db, events[1]!.event_id)).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/projection refused cor_boom/) });
       expect((await store.db.query('SELECT count(*)::int AS n FROM effects')).rows[0]).toEqual({ n: 2 });
     } finally {

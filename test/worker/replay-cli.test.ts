@@ -52,7 +52,7 @@ describe.each(kinds)('poison events and replay (%s)', (kind) => {
     expect(dead).toMatchObject({ status: 'dead', attempts: 3, last_error: 'handler bug: cannot handle poison' });
 
     broken = false;
-    expect(await replayEvent(store.db, poison.event_id)).toEqual({ outcome: 'replayed', fromStatus: 'dead' });
+    expect(await replayEvent(store.db, poison.event_id)).toEqual({ outcome: 'replayed', from_status: 'dead' });
     const queued = await inboxRow(store.db, poison.event_id);
     expect(queued).toMatchObject({ status: 'received', attempts: 0 });
     expect(queued.last_error).toMatch(/^replayed at .* from dead after 3 attempt\(s\); last error: handler bug/);
@@ -83,7 +83,7 @@ describe.each(kinds)('poison events and replay (%s)', (kind) => {
       { ...toRow(unparsed), status: 'quarantined', payloadJson: null, type: 'unknown', occurredAt: null, correspondenceId: null, lastError: 'parser bug' },
     ]);
 
-    expect(await replayMatching(store.db, { status: 'dead', type: 'participant.acted' }, { dryRun: true })).toMatchObject({ matched: 2, replayed: 0, dryRun: true });
+    expect(await replayMatching(store.db, { status: 'dead', type: 'participant.acted' }, { dryRun: true })).toMatchObject({ matched: 2, replayed: 0, dry_run: true });
     expect(await countByStatus(store.db)).toMatchObject({ dead: 3 });
     broken = false;
     const progress: number[] = [];
@@ -92,7 +92,7 @@ describe.each(kinds)('poison events and replay (%s)', (kind) => {
     expect((await inboxRow(store.db, wallet.event_id)).status).toBe('dead');
 
     const q = await replayMatching(store.db, { status: 'quarantined' });
-    expect(q).toMatchObject({ matched: 3, replayed: 2, stillInvalid: 1, invalidExamples: [{ eventId: stillBad.event_id, reason: expect.stringMatching(/act/) }] });
+    expect(q).toMatchObject({ matched: 3, replayed: 2, still_invalid: 1, invalid_examples: [{ event_id: stillBad.event_id, reason: expect.stringMatching(/act/) }] });
     expect(await inboxRow(store.db, stillBad.event_id)).toMatchObject({ status: 'quarantined', last_error: expect.stringMatching(/^still invalid on replay/) });
     const reparsed = await store.db.query<{ type: string; correspondence_id: string; payload: unknown }>('SELECT type, correspondence_id, payload FROM inbox WHERE event_id = $1', [unparsed.event_id]);
     expect(reparsed.rows[0]).toEqual({ type: 'participant.acted', correspondence_id: 'cor_5', payload: unparsed });
@@ -136,12 +136,12 @@ describe.runIf(pgUrl)('inbox and correspondence CLI (postgres)', () => {
     await store.db.query(`UPDATE inbox SET status = 'dead' WHERE type = 'webhook.test'`);
     const json = await runCli(['inbox', 'stats', '--json'], env);
     expect(json.code).toBe(0);
-    const stats = JSON.parse(json.stdout) as { byStatus: Record<string, number>; byType: Record<string, Record<string, number>>; total: number; oldestUnprocessed: { eventId: string; ageSeconds: number } };
-    expect(stats.byStatus).toEqual({ received: 2, dead: 1 });
-    expect(stats.byType).toEqual({ 'participant.acted': { received: 2 }, 'webhook.test': { dead: 1 } });
+    const stats = JSON.parse(json.stdout) as { by_status: Record<string, number>; by_type: Record<string, Record<string, number>>; total: number; oldest_unprocessed: { event_id: string; age_seconds: number } };
+    expect(stats.by_status).toEqual({ received: 2, dead: 1 });
+    expect(stats.by_type).toEqual({ 'participant.acted': { received: 2 }, 'webhook.test': { dead: 1 } });
     expect(stats.total).toBe(3);
-    expect(stats.oldestUnprocessed.eventId).toBe(old.event_id);
-    expect(stats.oldestUnprocessed.ageSeconds).toBeGreaterThanOrEqual(7200);
+    expect(stats.oldest_unprocessed.event_id).toBe(old.event_id);
+    expect(stats.oldest_unprocessed.age_seconds).toBeGreaterThanOrEqual(7200);
     const text = await runCli(['inbox', 'stats'], env);
     expect(text.stdout).toMatch(/participant\.acted\s+2/);
     expect(text.stdout).toMatch(/oldest unprocessed: .* received 2h ago/);
@@ -186,7 +186,7 @@ describe.runIf(pgUrl)('inbox and correspondence CLI (postgres)', () => {
 
     expect(await runCli(['inbox', 'prune', '--older-than', '30d', '--dry-run'], env)).toMatchObject({ code: 0, stdout: expect.stringMatching(/would prune 1 event payload/) });
     const run = await runCli(['inbox', 'prune', '--older-than', '30d', '--json'], env);
-    expect(JSON.parse(run.stdout)).toEqual({ pruned: 1, dryRun: false });
+    expect(JSON.parse(run.stdout)).toEqual({ pruned: 1, dry_run: false });
     const rows = await store.db.query<{ event_id: string; has_payload: boolean; has_raw: boolean; pruned: boolean }>(
       'SELECT event_id, payload IS NOT NULL AS has_payload, raw_body IS NOT NULL AS has_raw, pruned_at IS NOT NULL AS pruned FROM inbox ORDER BY event_id',
     );

@@ -30,7 +30,7 @@ describe('handler modules (--handlers)', () => {
     await loadHandlerModule('test/worker/fixtures/handler-map.js', postroom, ROOT);
     const e = envelope('correspondence.sealed', { correspondence_id: 'cor_map' });
     await insertEnvelopes(store.db, [e, envelope('something.new', {})]);
-    expect((await postroom.drain()).byStatus).toEqual({ processed: 2 });
+    expect((await postroom.drain()).by_status).toEqual({ processed: 2 });
     expect((await store.db.query('SELECT correspondence_id FROM effects WHERE event_id = $1', [e.event_id])).rows).toEqual([{ correspondence_id: 'cor_map' }]);
   });
 

@@ -11,7 +11,7 @@ import { parseChoice, parseCount, parseDuration } from '../duration.js';
 import { createProgress, printJson, printTable } from '../output.js';
 
 /** Exit codes a script can branch on. */
-export const RECONCILE_EXIT = { clean: 0, error: 1, gapsOpen: 2, auditLoss: 3, notLeader: 4 } as const;
+export const RECONCILE_EXIT = { clean: 0, error: 1, gaps_open: 2, auditLoss: 3, notLeader: 4 } as const;
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -49,7 +49,7 @@ Exit codes: 0 nothing a consumer needs is open, 2 gaps remain open, 4 another re
 
 Examples:
   $ postroom reconcile --dry-run
-  $ postroom reconcile --since 24h --json | jq .gapsOpen
+  $ postroom reconcile --since 24h --json | jq .gaps_open
   $ postroom reconcile --wait 5m
   $ postroom reconcile --endpoint ep_123`,
     )
@@ -69,7 +69,7 @@ Examples:
       const reconciler = createReconciler({ db, api, logger: ctx.logger(), clock: systemClock, defaults: reconcileDefaults(ctx.config()) });
       const result = await reconciler.run({
         ...options,
-        onProgress: (p) => progress.update(`${p.phase} ${p.endpointId ?? ''} pages ${p.pages}, deliveries ${p.deliveriesScanned}, re-read ${p.correspondencesReread}`),
+        onProgress: (p) => progress.update(`${p.phase} ${p.endpointId ?? ''} pages ${p.pages}, deliveries ${p.deliveries_scanned}, re-read ${p.correspondences_reread}`),
       });
       progress.done();
       if (!result.ran) {
@@ -88,23 +88,23 @@ Examples:
       if (opts.json) printJson(ctx.io, s);
       else {
         ctx.io.stdout.write(
-          `${s.dryRun ? 'DRY RUN: nothing was written\n' : ''}` +
+          `${s.dry_run ? 'DRY RUN: nothing was written\n' : ''}` +
             `endpoints            ${s.endpoints.join(', ') || '(none known)'}\n` +
             `pages                ${s.pages}\n` +
-            `deliveries scanned   ${s.deliveriesScanned} (${s.deliveriesSkipped} already examined)\n` +
-            `gaps found           ${s.gapsFound}\n` +
-            `gaps recovered       ${s.gapsRecovered}\n` +
-            `gaps state synced    ${s.gapsStateSynced}\n` +
-            `gaps not consumed    ${s.gapsNotConsumed}\n` +
-            `gaps open            ${s.gapsOpen}\n` +
-            `at risk (pending)    ${s.atRisk.count}\n` +
-            `re-read              ${s.correspondencesReread}${s.rereadFailures.length ? ` (${s.rereadFailures.length} failed)` : ''} (${s.rereadSource === 'listing' ? 'changed files from the service listing' : 'no listing: the files postroom knows'})\n` +
-            `synthetic events     ${s.dryRun ? `${s.syntheticEventsPlanned} would be written` : `${s.syntheticEventsWritten} written`}\n` +
-            `duration             ${(s.durationMs / 1000).toFixed(1)} s\n` +
-            (s.gapsOpen ? `\nOpen gaps need a look: postroom gaps list --status open\n` : ''),
+            `deliveries scanned   ${s.deliveries_scanned} (${s.deliveries_skipped} already examined)\n` +
+            `gaps found           ${s.gaps_found}\n` +
+            `gaps recovered       ${s.gaps_recovered}\n` +
+            `gaps state synced    ${s.gaps_state_synced}\n` +
+            `gaps not consumed    ${s.gaps_not_consumed}\n` +
+            `gaps open            ${s.gaps_open}\n` +
+            `at risk (pending)    ${s.at_risk.count}\n` +
+            `re-read              ${s.correspondences_reread}${s.reread_failures.length ? ` (${s.reread_failures.length} failed)` : ''} (${s.reread_source === 'listing' ? 'changed files from the service listing' : 'no listing: the files postroom knows'})\n` +
+            `synthetic events     ${s.dry_run ? `${s.synthetic_events_planned} would be written` : `${s.synthetic_events_written} written`}\n` +
+            `duration             ${(s.duration_ms / 1000).toFixed(1)} s\n` +
+            (s.gaps_open ? `\nOpen gaps need a look: postroom gaps list --status open\n` : ''),
         );
       }
-      ctx.exitCode = s.gapsOpen > 0 ? RECONCILE_EXIT.gapsOpen : RECONCILE_EXIT.clean;
+      ctx.exitCode = s.gaps_open > 0 ? RECONCILE_EXIT.gaps_open : RECONCILE_EXIT.clean;
     });
 
   const gaps = program
@@ -185,7 +185,7 @@ Examples:
     .option('--since <duration>', 'window to check, e.g. 24h', '24h')
     .option('--endpoint <id>', 'only this endpoint (repeatable)', collect)
     .option('--json', 'print the result as JSON')
-    .addHelpText('after', `\nExit codes: 0 nothing missing, 3 events missing, 1 error.\n\nExamples:\n  $ postroom audit --since 24h\n  $ postroom audit --since 7d --json | jq .missingCount`)
+    .addHelpText('after', `\nExit codes: 0 nothing missing, 3 events missing, 1 error.\n\nExamples:\n  $ postroom audit --since 24h\n  $ postroom audit --since 7d --json | jq .missing_count`)
     .action(async (opts: { since: string; endpoint?: string[]; json?: boolean }) => {
       const since = new Date(Date.now() - parseDuration('--since', opts.since));
       const api = apiClient(ctx);
@@ -200,13 +200,13 @@ Examples:
       progress.done();
       if (opts.json) printJson(ctx.io, result);
       else {
-        ctx.io.stdout.write(`checked ${result.inWindow} delivered deliveries since ${result.since} across ${endpoints.length} endpoint(s): ${result.missingCount} missing\n`);
-        if (result.missingCount) {
+        ctx.io.stdout.write(`checked ${result.in_window} delivered deliveries since ${result.since} across ${endpoints.length} endpoint(s): ${result.missing_count} missing\n`);
+        if (result.missing_count) {
           printTable(ctx.io, result.missing, ['event_id', 'event_type', 'endpoint_id', 'delivery_id', 'delivered_at']);
           ctx.io.stdout.write('\nALARM: the service believes these were delivered but postroom has no record. See docs/runbook.md#audit-loss.\n');
         }
       }
-      ctx.exitCode = result.missingCount > 0 ? RECONCILE_EXIT.auditLoss : RECONCILE_EXIT.clean;
+      ctx.exitCode = result.missing_count > 0 ? RECONCILE_EXIT.auditLoss : RECONCILE_EXIT.clean;
     });
 }
 

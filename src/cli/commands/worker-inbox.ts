@@ -23,21 +23,21 @@ function registerStats(inbox: Command, ctx: CliContext): void {
     .command('stats')
     .description('Counts by status and by type, and the age of the oldest unprocessed event.')
     .option('--json', 'print the numbers as JSON')
-    .addHelpText('after', `\nExamples:\n  $ postroom inbox stats\n  $ postroom inbox stats --json | jq .byStatus.dead`)
+    .addHelpText('after', `\nExamples:\n  $ postroom inbox stats\n  $ postroom inbox stats --json | jq .by_status.dead`)
     .action(async (opts: { json?: boolean }) => {
       const stats = await inboxStats(await ctx.db());
       if (opts.json) {
         printJson(ctx.io, stats);
         return;
       }
-      const statuses = INBOX_STATUSES.filter((s) => (stats.byStatus[s] ?? 0) > 0);
+      const statuses = INBOX_STATUSES.filter((s) => (stats.by_status[s] ?? 0) > 0);
       printTable(
         ctx.io,
-        [...Object.entries(stats.byType).map(([type, counts]) => ({ type, ...counts })), { type: 'TOTAL', ...stats.byStatus }],
+        [...Object.entries(stats.by_type).map(([type, counts]) => ({ type, ...counts })), { type: 'TOTAL', ...stats.by_status }],
         ['type', ...statuses],
       );
-      const o = stats.oldestUnprocessed;
-      ctx.io.stdout.write(o ? `\noldest unprocessed: ${o.eventId}, received ${formatAge(o.ageSeconds)} ago (${o.receivedAt})\n` : '\nnothing waiting to be processed\n');
+      const o = stats.oldest_unprocessed;
+      ctx.io.stdout.write(o ? `\noldest unprocessed: ${o.event_id}, received ${formatAge(o.age_seconds)} ago (${o.received_at})\n` : '\nnothing waiting to be processed\n');
     });
 }
 
@@ -78,8 +78,8 @@ A running worker picks replayed events up at once (postroom serve, or your own p
           return;
         }
         const result = await replayEvent(db, eventId);
-        if (opts.json) printJson(ctx.io, { eventId, ...result });
-        else if (result.outcome === 'replayed') ctx.io.stdout.write(`replayed ${eventId} (was ${result.fromStatus}); follow it with: postroom inbox show ${eventId}\n`);
+        if (opts.json) printJson(ctx.io, { event_id: eventId, ...result });
+        else if (result.outcome === 'replayed') ctx.io.stdout.write(`replayed ${eventId} (was ${result.from_status}); follow it with: postroom inbox show ${eventId}\n`);
         else ctx.io.stdout.write(`${eventId} is still invalid and stays quarantined: ${result.reason}\n`);
         if (result.outcome === 'still_invalid') ctx.exitCode = 1;
         return;
@@ -97,12 +97,12 @@ A running worker picks replayed events up at once (postroom serve, or your own p
         printJson(ctx.io, summary);
         return;
       }
-      if (summary.dryRun) {
+      if (summary.dry_run) {
         ctx.io.stdout.write(`would replay up to ${summary.matched} ${filter.status} event(s) (dry run: nothing changed)\n`);
         return;
       }
-      ctx.io.stdout.write(`matched ${summary.matched}, replayed ${summary.replayed}${summary.stillInvalid ? `, still invalid ${summary.stillInvalid}` : ''}\n`);
-      for (const ex of summary.invalidExamples) ctx.io.stdout.write(`  ${ex.eventId}: ${ex.reason}\n`);
+      ctx.io.stdout.write(`matched ${summary.matched}, replayed ${summary.replayed}${summary.still_invalid ? `, still invalid ${summary.still_invalid}` : ''}\n`);
+      for (const ex of summary.invalid_examples) ctx.io.stdout.write(`  ${ex.event_id}: ${ex.reason}\n`);
     });
 }
 
@@ -119,7 +119,7 @@ function registerPrune(inbox: Command, ctx: CliContext): void {
       const db = await ctx.db();
       const total = await countPrunable(db, olderThanMs);
       if (opts.dryRun) {
-        if (opts.json) printJson(ctx.io, { prunable: total, dryRun: true });
+        if (opts.json) printJson(ctx.io, { prunable: total, dry_run: true });
         else ctx.io.stdout.write(`would prune ${total} event payload(s) finished more than ${opts.olderThan} ago (dry run: nothing changed)\n`);
         return;
       }
@@ -134,7 +134,7 @@ function registerPrune(inbox: Command, ctx: CliContext): void {
         after = page.lastId;
       }
       progress.done();
-      if (opts.json) printJson(ctx.io, { pruned, dryRun: false });
+      if (opts.json) printJson(ctx.io, { pruned, dry_run: false });
       else ctx.io.stdout.write(`pruned ${pruned} event payload(s); their ids are kept for de-duplication\n`);
     });
 }
