@@ -8,7 +8,6 @@ import { registerDeliveriesCommands } from './commands/deliveries.js';
 import { registerEndpointsCommands } from './commands/endpoints.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerInboxCommands } from './commands/inbox.js';
-import { registerWorkerInboxCommands } from './commands/worker-inbox.js';
 import { registerCorrespondenceCommands } from './commands/correspondence.js';
 import { registerReconcileCommands } from './commands/reconcile.js';
 import { registerMigrateCommand } from './commands/migrate.js';
@@ -22,7 +21,6 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerDemoCommand,
   registerMigrateCommand,
   registerInboxCommands,
-  registerWorkerInboxCommands,
   registerCorrespondenceCommands,
   registerReconcileCommands,
   registerEndpointsCommands,
