@@ -17,7 +17,7 @@ import type { Db } from '../src/db/types.js';
 import { silentLogger } from '../src/logging/logger.js';
 import { eventIdsInInbox } from '../src/reconciler/state-queries.js';
 import { claimBatch } from '../src/worker/claim-queries.js';
-import { inboxStats } from '../src/worker/inbox-admin-queries.js';
+import { inboxStats } from '../src/inbox/admin-queries.js';
 import { benchDatabase } from './lib/pg.js';
 import { stop } from './lib/processes.js';
 import { median, startPostroom } from './lib/receivers.js';

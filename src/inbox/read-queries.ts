@@ -1,36 +1,22 @@
 import type { Queryable } from '../db/types.js';
+import { inboxFilterSql, type InboxFilter } from './filter.js';
 import { payloadOf } from './payload.js';
-import type { InboxDetail, InboxRecord, InboxStatus } from './types.js';
+import type { InboxDetail, InboxRecord } from './types.js';
 
 const RECORD_COLUMNS = `event_id, type, status, source, occurred_at, received_at, correspondence_id, endpoint_id,
   attempts, next_attempt_at, last_error, processed_at`;
 
-export interface ListFilter {
-  status?: InboxStatus | undefined;
-  type?: string | undefined;
-  since?: Date | undefined;
+export interface ListFilter extends InboxFilter {
   limit: number;
 }
 
 /** Newest first; uses inbox_attention_idx (failed, dead, quarantined) or inbox_received_idx. */
 export async function listInbox(q: Queryable, filter: ListFilter): Promise<InboxRecord[]> {
-  const where: string[] = [];
   const params: unknown[] = [];
-  if (filter.status) {
-    params.push(filter.status);
-    where.push(`status = $${params.length}`);
-  }
-  if (filter.type) {
-    params.push(filter.type);
-    where.push(`type = $${params.length}`);
-  }
-  if (filter.since) {
-    params.push(filter.since);
-    where.push(`received_at >= $${params.length}`);
-  }
+  const where = inboxFilterSql(filter, params);
   params.push(filter.limit);
   const res = await q.query<InboxRecord>(
-    `SELECT ${RECORD_COLUMNS} FROM inbox ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+    `SELECT ${RECORD_COLUMNS} FROM inbox ${where ? `WHERE ${where}` : ''}
      ORDER BY received_at DESC, event_id LIMIT $${params.length}`,
     params,
   );

@@ -12,7 +12,7 @@ import {
   type ReplayCandidate,
   type ReplayFilter,
   type Reparsed,
-} from './inbox-admin-queries.js';
+} from '../inbox/admin-queries.js';
 
 export type ReplayDecision = { action: 'reset'; reparsed?: Reparsed } | { action: 'still_invalid'; reason: string } | { action: 'refused'; reason: string };
 

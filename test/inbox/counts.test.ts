@@ -4,7 +4,7 @@ import type { Db, Queryable } from '../../src/db/types.js';
 import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
 import { inboxStatusCounts } from '../../src/inbox/read-queries.js';
 import { INBOX_STATUSES, type NewInboxEvent } from '../../src/inbox/types.js';
-import { inboxStats } from '../../src/worker/inbox-admin-queries.js';
+import { inboxStats } from '../../src/inbox/admin-queries.js';
 import { adminUrl, availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
 
 const TYPES = ['participant.acted', 'wallet.debited', 'correspondence.sealed'];

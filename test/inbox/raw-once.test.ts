@@ -3,7 +3,7 @@ import { inboxRowFromEnvelope } from '../../src/inbox/envelope-row.js';
 import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
 import { getInboxEvent } from '../../src/inbox/read-queries.js';
 import { claimBatch } from '../../src/worker/claim-queries.js';
-import { getReplayCandidate } from '../../src/worker/inbox-admin-queries.js';
+import { getReplayCandidate } from '../../src/inbox/admin-queries.js';
 import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
 
 describe.each(await availableStoreKinds())('the signed bytes, stored once, on %s', (kind) => {

@@ -6,7 +6,7 @@ import { INBOX_STATUSES } from '../../inbox/types.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount, parseDuration } from '../duration.js';
 import { createProgress, printJson, printTable } from '../output.js';
-import { countPrunable, inboxStats, prunePage } from '../../worker/inbox-admin-queries.js';
+import { countPrunable, inboxStats, prunePage } from '../../inbox/admin-queries.js';
 import { previewReplay, replayEvent, replayMatching } from '../../worker/replay.js';
 
 /** The `inbox` command group: what was accepted (list, show) and what to do about it (stats, replay, prune). */

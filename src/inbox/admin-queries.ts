@@ -1,8 +1,9 @@
 import type { Queryable } from '../db/types.js';
-import { payloadOf } from '../inbox/payload.js';
-import type { InboxStatus } from '../inbox/types.js';
+import { inboxFilterSql } from './filter.js';
+import { payloadOf } from './payload.js';
+import type { InboxStatus } from './types.js';
 
-export { inboxStats, type InboxStats } from '../inbox/count-queries.js';
+export { inboxStats, type InboxStats } from './count-queries.js';
 
 /** What replay needs to decide about a row. */
 export interface ReplayCandidate {
@@ -34,30 +35,17 @@ export interface ReplayFilter {
   since?: Date | undefined;
 }
 
-function filterSql(f: ReplayFilter, params: unknown[]): string {
-  params.push(f.status);
-  const where = [`status = $${params.length}`];
-  if (f.type) {
-    params.push(f.type);
-    where.push(`type = $${params.length}`);
-  }
-  if (f.since) {
-    params.push(f.since);
-    where.push(`received_at >= $${params.length}`);
-  }
-  return where.join(' AND ');
-}
 
 export async function countReplayable(q: Queryable, f: ReplayFilter): Promise<number> {
   const params: unknown[] = [];
-  const res = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbox WHERE ${filterSql(f, params)}`, params);
+  const res = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbox WHERE ${inboxFilterSql(f, params)}`, params);
   return Number(res.rows[0]?.n ?? 0);
 }
 
 /** A page of matching rows after `after` (keyset on the primary key). */
 export async function pageReplayable(q: Queryable, f: ReplayFilter, after: string | null, limit: number): Promise<ReplayCandidate[]> {
   const params: unknown[] = [];
-  const where = filterSql(f, params);
+  const where = inboxFilterSql(f, params);
   params.push(after, limit);
   const res = await q.query<ReplayCandidate>(
     `SELECT ${CANDIDATE_COLUMNS} FROM inbox

@@ -1,0 +1,30 @@
+import type { InboxStatus } from './types.js';
+
+/** What the CLI and replay select inbox rows by. */
+export interface InboxFilter {
+  status?: InboxStatus | undefined;
+  type?: string | undefined;
+  /** Received at or after. */
+  since?: Date | undefined;
+}
+
+/**
+ * The WHERE conditions for a filter, appending their values to `params` (so the
+ * caller can add its own after). Empty when the filter selects everything.
+ */
+export function inboxFilterSql(f: InboxFilter, params: unknown[]): string {
+  const where: string[] = [];
+  if (f.status) {
+    params.push(f.status);
+    where.push(`status = $${params.length}`);
+  }
+  if (f.type) {
+    params.push(f.type);
+    where.push(`type = $${params.length}`);
+  }
+  if (f.since) {
+    params.push(f.since);
+    where.push(`received_at >= $${params.length}`);
+  }
+  return where.join(' AND ');
+}
