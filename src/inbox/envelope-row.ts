@@ -1,12 +1,8 @@
+import type { UnknownEvent } from '../events/catalogue.js';
 import type { InboxSource, NewInboxEvent } from './types.js';
 
-/** An envelope postroom itself produced (reconciler, tests, tools): already valid, nothing to verify. */
-export interface KnownEnvelope {
-  event_id: string;
-  type: string;
-  at: string;
-  data: Record<string, unknown>;
-}
+/** An envelope postroom itself produced (reconciler, tests, tools): already valid, nothing to verify. The one envelope shape. */
+export type KnownEnvelope = UnknownEvent;
 
 /** The inbox row for an envelope that did not come through ingress (no signature, no delivery headers). */
 export function inboxRowFromEnvelope(e: KnownEnvelope, source: InboxSource): NewInboxEvent {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Correspondence } from '../client/types.js';
-import { inboxRowFromEnvelope } from '../inbox/envelope-row.js';
+import { inboxRowFromEnvelope, type KnownEnvelope } from '../inbox/envelope-row.js';
 import type { NewInboxEvent } from '../inbox/types.js';
 import type { ProjectedCorrespondence } from '../projection/read.js';
 import { stateRank, statusRank } from '../projection/rules.js';
@@ -10,13 +10,9 @@ export function syntheticEventId(...parts: string[]): string {
   return `rec_${createHash('sha256').update(parts.join('\u001f')).digest('hex').slice(0, 40)}`;
 }
 
-export interface SyntheticEnvelope {
-  event_id: string;
-  type: string;
-  at: string;
-  /** Handlers see where the event came from here as well as in ctx.source. */
+/** The envelope (events/catalogue.ts) marked as the reconciler's: `inbox show` tells it from a delivered one. */
+export interface SyntheticEnvelope extends KnownEnvelope {
   source: 'reconciler';
-  data: Record<string, unknown>;
 }
 
 /**
