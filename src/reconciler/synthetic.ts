@@ -246,11 +246,13 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
       );
     }
     // A claim code keeps its participant held until it is redeemed (delivered) or lapses (undeliverable):
-    // a participant the read model had as held can have changed through a claim. (Files with a send
-    // summary are counted below: the read model never saw their participants held.)
-    const wasHeld = m?.state === 'held';
-    if (!service.send_summary && becameDelivered && wasHeld) claimExplanation('claim.claimed', p.participant_id, actedId);
-    if (!service.send_summary && p.state === 'undeliverable' && wasHeld) claimExplanation('claim.expired', p.participant_id, snapshotId);
+    // only a participant that was held can have changed through a claim. (Files with a send summary are
+    // counted below: the read model never saw their participants held.)
+    // A participant the read model never saw (its file's created event was missed too) may have been held as
+    // well: its state now comes from the snapshot, so a claim event of it is state-synced all the same.
+    const mayHaveBeenHeld = m === undefined || m.state === 'held';
+    if (!service.send_summary && becameDelivered && mayHaveBeenHeld) claimExplanation('claim.claimed', p.participant_id, actedId);
+    if (!service.send_summary && p.state === 'undeliverable' && mayHaveBeenHeld) claimExplanation('claim.expired', p.participant_id, snapshotId);
   }
   // A queued send's summary freezes the counts when it drained; participants delivered or undeliverable beyond
   // those counts changed afterwards, which for held participants is a claim redeemed or lapsed.

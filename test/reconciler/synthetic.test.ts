@@ -94,8 +94,13 @@ describe('planCorrespondence: what a re-read explains', () => {
     expect(planCorrespondence(service(), projected(), now, 120_000).explanations).toEqual([]);
   });
 
-  it('a file never seen: its creation exactly, its latest act exactly, earlier acts as superseded', () => {
-    expect(kinds(service(), undefined)).toEqual(['correspondence.created:recovered:exact', 'participant.acted:recovered:exact', 'participant.acted:state_synced']);
+  it('a file never seen: its creation exactly, its latest act exactly, earlier acts as superseded, a claim it may have held', () => {
+    expect(kinds(service(), undefined)).toEqual([
+      'claim.claimed:state_synced',
+      'correspondence.created:recovered:exact',
+      'participant.acted:recovered:exact',
+      'participant.acted:state_synced',
+    ]);
     const [created] = planCorrespondence(service(), undefined, now, 120_000).explanations;
     // No event of a file precedes the file, and a delivery follows its event.
     expect(created).toMatchObject({ window_from: new Date('2026-11-20T10:00:00.000Z'), anchor: new Date('2026-11-20T10:00:00.000Z') });
