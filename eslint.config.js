@@ -16,6 +16,26 @@ export default tseslint.config(
     },
   },
   {
+    // Layering: src/app is the only composition root and src/cli the only command-line adapter.
+    // Domain code (everything else under src/) imports neither; app may not import cli either.
+    files: ['src/**/*.ts'],
+    ignores: ['src/app/**', 'src/cli/**', 'src/index.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [
+          { group: ['**/app/*'], message: 'Only src/app, src/cli and src/index.ts import the composition root (src/app). Move the shared type to a domain module (e.g. src/lifecycle/).' },
+          { group: ['**/cli/*'], message: 'Domain code does not import the CLI adapter (src/cli).' },
+        ],
+      }],
+    },
+  },
+  {
+    files: ['src/app/**/*.ts', 'src/index.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/cli/*'], message: 'The composition root and the public API do not import the CLI adapter (src/cli).' }] }],
+    },
+  },
+  {
     files: ['src/config/env.ts', 'test/**', 'bench/**', 'vitest.config.ts', 'bin/**'],
     rules: { 'no-restricted-properties': 'off' },
   },

@@ -4,7 +4,7 @@
  */
 
 // Handlers and the worker, in your own process.
-export { createPostroom, type Postroom, type PostroomOptions, type PostroomRouterOptions } from './postroom.js';
+export { createPostroom, type Postroom, type PostroomOptions, type PostroomRouterOptions } from './app/postroom.js';
 export { createWorker, type CreateWorkerOptions, type DrainResult, type Worker } from './worker/worker.js';
 export { DEFAULT_WORKER_OPTIONS, workerOptionsFromConfig, type WorkerOptions } from './worker/options.js';
 export { DEFAULT_RETRY_BACKOFF, retryDelayMs, type RetryBackoff } from './worker/backoff.js';
@@ -42,7 +42,7 @@ export {
 // Receiving: mount the webhook route in your own Express app.
 export { createIngressRouter, captureRawBody, type IngressRouterOptions } from './ingress/router.js';
 export { createIngressCore, type IngressCore, type IngressCoreOptions, type AcceptOutcome } from './ingress/accept.js';
-export { staticSecrets, type SecretProvider } from './ingress/secrets.js';
+export { staticSecrets, type SecretProvider } from './secrets/secret-provider.js';
 export { createInboxWriter, type InboxWriter } from './inbox/group-commit.js';
 
 // Signatures, exactly as the service computes them.

@@ -11,32 +11,17 @@ import { createInboxWriter, type InboxWriter } from '../inbox/group-commit.js';
 import { createIngressCore } from '../ingress/accept.js';
 import { createWebhookHandler, type WebhookHandler } from '../ingress/http-handler.js';
 import { createIngressRouter } from '../ingress/router.js';
-import { staticSecrets, type SecretProvider } from '../ingress/secrets.js';
+import { staticSecrets, type SecretProvider } from '../secrets/secret-provider.js';
 import { secretCipherFromConfig } from '../secrets/from-config.js';
 import { createEndpointSecretProvider, type EndpointSecretProvider } from '../secrets/provider.js';
+import type { Component, ComponentDeps } from '../lifecycle/component.js';
 import type { Logger } from '../logging/logger.js';
-import { refreshStoreGauges } from '../metrics/store-gauges.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { VERSION } from '../version.js';
 import { loadOrCreateDevSecret } from './dev-secret.js';
 import { createHttpApp, metricsText } from './http-app.js';
 import { createReadiness } from './readiness.js';
-
-/** A long-running part of a role (worker loop, reconciler schedule). */
-export interface Component {
-  name: string;
-  start(): Promise<void>;
-  /** Finish in-flight work within the deadline, release the rest. */
-  stop(deadlineMs: number): Promise<void>;
-}
-
-export interface ComponentDeps {
-  config: Config;
-  db: Db;
-  logger: Logger;
-  metrics: Metrics;
-  clock: Clock;
-}
+import { refreshStoreGauges } from './store-gauges.js';
 
 export interface ServeOptions {
   config: Config;

@@ -3,7 +3,7 @@ import type { InboxWriter } from '../inbox/group-commit.js';
 import type { Logger } from '../logging/logger.js';
 import { verifySignature, type SignatureFailureReason, type SignedPayloadScheme } from '../signature/index.js';
 import { parseEnvelope } from './envelope.js';
-import type { SecretProvider } from './secrets.js';
+import type { SecretProvider } from '../secrets/secret-provider.js';
 
 export type Headers = Readonly<Record<string, string | string[] | undefined>>;
 

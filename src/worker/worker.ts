@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import type { Component } from '../app/server.js';
+import type { Component } from '../lifecycle/component.js';
 import type { Db } from '../db/types.js';
 import type { HandlerRegistry } from '../events/registry.js';
 import { INBOX_CHANNEL } from '../inbox/types.js';

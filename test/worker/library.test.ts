@@ -2,7 +2,7 @@ import express from 'express';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as api from '../../src/index.js';
-import { createPostroom } from '../../src/postroom.js';
+import { createPostroom } from '../../src/app/postroom.js';
 import { sign } from '../../src/signature/index.js';
 import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
 import { makeEvent } from '../support/events.js';

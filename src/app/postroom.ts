@@ -1,22 +1,22 @@
 import type express from 'express';
-import { systemClock } from './clock.js';
-import type { Db } from './db/types.js';
-import { ConfigError } from './errors.js';
-import type { EventType } from './events/catalogue.js';
-import type { EventHandler, EveryEventHandler, HandlerMap, UnknownEventHandler } from './events/handlers.js';
-import { createHandlerRegistry, type HandlerRegistry } from './events/registry.js';
-import { recordConsumption } from './worker/consumer-queries.js';
-import { createInboxWriter, type InboxWriter } from './inbox/group-commit.js';
-import { createIngressCore } from './ingress/accept.js';
-import { createIngressRouter } from './ingress/router.js';
-import { staticSecrets, type SecretProvider } from './ingress/secrets.js';
-import type { SignedPayloadScheme } from './signature/index.js';
-import { silentLogger, type Logger } from './logging/logger.js';
-import type { Metrics } from './metrics/metrics.js';
-import { compareWithService, type ProjectionDifference, type ServiceCorrespondence } from './projection/compare.js';
-import { getProjectedCorrespondence, listOpenCorrespondenceIds, type ProjectedCorrespondence } from './projection/read.js';
-import type { WorkerOptions } from './worker/options.js';
-import { createWorker, type DrainResult, type Worker } from './worker/worker.js';
+import { systemClock } from '../clock.js';
+import type { Db } from '../db/types.js';
+import { ConfigError } from '../errors.js';
+import type { EventType } from '../events/catalogue.js';
+import type { EventHandler, EveryEventHandler, HandlerMap, UnknownEventHandler } from '../events/handlers.js';
+import { createHandlerRegistry, type HandlerRegistry } from '../events/registry.js';
+import { recordConsumption } from '../worker/consumer-queries.js';
+import { createInboxWriter, type InboxWriter } from '../inbox/group-commit.js';
+import { createIngressCore } from '../ingress/accept.js';
+import { createIngressRouter } from '../ingress/router.js';
+import { staticSecrets, type SecretProvider } from '../secrets/secret-provider.js';
+import type { SignedPayloadScheme } from '../signature/index.js';
+import { silentLogger, type Logger } from '../logging/logger.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { compareWithService, type ProjectionDifference, type ServiceCorrespondence } from '../projection/compare.js';
+import { getProjectedCorrespondence, listOpenCorrespondenceIds, type ProjectedCorrespondence } from '../projection/read.js';
+import type { WorkerOptions } from '../worker/options.js';
+import { createWorker, type DrainResult, type Worker } from '../worker/worker.js';
 
 export interface PostroomOptions<Api = unknown> {
   /** The store ingress writes to (Postgres, or the embedded store for development). Run `migrate(db)` first. */
