@@ -1,14 +1,12 @@
 import type express from 'express';
-import { systemClock } from '../clock.js';
 import type { Db } from '../db/types.js';
 import { ConfigError } from '../errors.js';
 import type { EventType } from '../events/catalogue.js';
 import type { EventHandler, EveryEventHandler, HandlerMap, UnknownEventHandler } from '../events/handlers.js';
 import { createHandlerRegistry, type HandlerRegistry } from '../events/registry.js';
 import { recordConsumption } from '../worker/consumer-queries.js';
-import { createInboxWriter, type InboxWriter } from '../inbox/group-commit.js';
-import { createIngressCore } from '../ingress/accept.js';
-import { createIngressRouter } from '../ingress/router.js';
+import type { InboxWriter } from '../inbox/group-commit.js';
+import { createIngress } from '../ingress/ingress.js';
 import { staticSecrets, type SecretProvider } from '../secrets/secret-provider.js';
 import type { SignedPayloadScheme } from '../signature/index.js';
 import { silentLogger, type Logger } from '../logging/logger.js';
@@ -126,20 +124,10 @@ export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Po
         throw new ConfigError('secrets', 'router() needs the webhook signing secret(s): createPostroom({ db, secrets: [process.env.POSTROOM_WEBHOOK_SECRET] })');
       }
       const secrets = Array.isArray(given) ? staticSecrets(given) : (given as SecretProvider);
-      const ackTimeoutMs = routerOptions.ackTimeoutMs ?? 5000;
-      // A flush past the ack budget is abandoned with its connection; the next one runs on another.
-      const writer = createInboxWriter({ db: options.db, logger, maxBatch: routerOptions.maxBatch ?? 256, flushTimeoutMs: ackTimeoutMs });
-      writers.push(writer);
-      const core = createIngressCore({
-        writer,
-        secrets,
-        clock: systemClock,
-        logger,
-        toleranceSeconds: routerOptions.toleranceSeconds ?? 300,
-        scheme: routerOptions.scheme ?? 'body',
-        ackTimeoutMs,
-      });
-      return createIngressRouter({ core, logger, maxBodyBytes: routerOptions.maxBodyBytes ?? 1024 * 1024, ...(options.metrics ? { metrics: options.metrics } : {}) });
+      const { secrets: _given, ...tuning } = routerOptions;
+      const ingress = createIngress({ db: options.db, logger, metrics: options.metrics, secrets, ...tuning });
+      writers.push(ingress.writer);
+      return ingress.router;
     },
     async start() {
       await recordOnce();
