@@ -1,17 +1,37 @@
 /**
- * postroom's public API. The CLI (`postroom serve`, `postroom inbox …`) uses the
- * same pieces; embedders start here.
+ * postroom's public API: one path to each capability. The CLI (`postroom serve`,
+ * `postroom inbox …`) is assembled from the same pieces in src/app; the sandbox
+ * is its own entry point, `postroom/sandbox`.
  */
 
-// Handlers and the worker, in your own process.
-export { createPostroom, type Postroom, type PostroomOptions, type PostroomRouterOptions } from './app/postroom.js';
-export { createWorker, type CreateWorkerOptions, type DrainResult, type Worker } from './worker/worker.js';
-export { DEFAULT_WORKER_OPTIONS, workerOptionsFromConfig, type WorkerOptions } from './worker/options.js';
-export { DEFAULT_RETRY_BACKOFF, retryDelayMs, type RetryBackoff } from './worker/backoff.js';
+// Handlers, the worker and receiving, in your own process.
+export {
+  createPostroom,
+  type Postroom,
+  type PostroomHandlerOptions,
+  type PostroomOptions,
+  type PostroomRouterOptions,
+} from './app/postroom.js';
+export type { EventHandler, EveryEventHandler, HandlerContext, HandlerMap, UnknownEventHandler } from './events/handlers.js';
+export type { WorkerOptions } from './worker/options.js';
+export type { RetryBackoff } from './worker/backoff.js';
+export type { DrainResult } from './worker/worker.js';
+export { EventError, type EventErrorCode, type EventErrorContext, type OnErrorHook } from './events/event-error.js';
+export type { NodeWebhookHandler } from './ingress/ingress.js';
+export { captureRawBody } from './ingress/router.js';
+export { staticSecrets, type SecretProvider, type SecretSet } from './secrets/secret-provider.js';
 export { createForwarder, type Forwarder, type ForwarderOptions } from './worker/forwarder.js';
 export { replayEvent, replayMatching, type ReplaySummary } from './worker/replay.js';
-export { createHandlerRegistry, type HandlerRegistry } from './events/registry.js';
-export type { EventHandler, EveryEventHandler, HandlerContext, HandlerMap, UnknownEventHandler } from './events/handlers.js';
+
+// One delivery to one typed event, for receivers of your own; and signing, as the service does.
+export {
+  constructEvent,
+  WebhookVerificationError,
+  type ConstructEventOptions,
+  type WebhookHeaders,
+  type WebhookVerificationCode,
+} from './ingress/construct-event.js';
+export { sign, type SignOptions, type SignedPayloadScheme, type SignatureFailureReason } from './signature/index.js';
 
 // The event catalogue: types and validation from one map.
 export {
@@ -25,28 +45,9 @@ export {
   type PostroomEvent,
   type UnknownEvent,
 } from './events/catalogue.js';
-export { validateEvent, type ValidatedEvent } from './events/validate.js';
 
-// The correspondence projection.
-export {
-  compareWithService,
-  getProjectedCorrespondence,
-  listOpenCorrespondenceIds,
-  type ProjectedCorrespondence,
-  type ProjectedParticipant,
-  type ProjectionDifference,
-  type SendSummary,
-  type ServiceCorrespondence,
-} from './projection/index.js';
-
-// Receiving: mount the webhook route in your own Express app.
-export { createIngressRouter, captureRawBody, type IngressRouterOptions } from './ingress/router.js';
-export { createIngressCore, type IngressCore, type IngressCoreOptions, type AcceptOutcome } from './ingress/accept.js';
-export { staticSecrets, type SecretProvider } from './secrets/secret-provider.js';
-export { createInboxWriter, type InboxWriter } from './inbox/group-commit.js';
-
-// Signatures, exactly as the service computes them.
-export { sign, verifySignature, parseSignatureHeader, type SignOptions, type VerifyOptions, type VerifyResult, type SignedPayloadScheme } from './signature/index.js';
+// The correspondence projection's types (read it through createPostroom().projection).
+export type { ProjectedCorrespondence, ProjectedParticipant, ProjectionDifference, SendSummary, ServiceCorrespondence } from './projection/index.js';
 
 // The store.
 export type { Db, Queryable, QueryResult } from './db/types.js';
@@ -63,14 +64,11 @@ export { createLogger, silentLogger, type Logger } from './logging/logger.js';
 export { createMetrics, type Metrics, type MetricsOptions } from './metrics/metrics.js';
 
 // The service API client.
-export { createApiClient, createApiClientFromConfig, ApiError, isApiError, type ApiClient, type ApiClientOptions } from './client/index.js';
+export { createApiClient, ApiError, isApiError, type ApiClient, type ApiClientOptions } from './client/index.js';
 export type { Correspondence, WebhookDelivery, WebhookEndpoint, Plane } from './client/types.js';
 
 // Reconciliation, for embedding or scripting.
 export { createReconciler, type Reconciler, type RunResult } from './reconciler/reconcile.js';
 export { auditDelivered, type AuditResult } from './reconciler/audit.js';
-export { recordSentCorrespondence, sentLedger } from './reconciler/state-queries.js';
+export { recordSentCorrespondence } from './reconciler/state-queries.js';
 export type { ReconcileOptions, ReconcileSummary } from './reconciler/types.js';
-
-// The sandbox: a local service for your own tests.
-export { createSandbox, startSandbox, startTraffic, type Sandbox, type SandboxOptions } from './sandbox/index.js';

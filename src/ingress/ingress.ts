@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type express from 'express';
 import { systemClock, type Clock } from '../clock.js';
 import type { Db } from '../db/types.js';
+import type { OnErrorHook } from '../events/event-error.js';
 import { createInboxWriter, type InboxWriter } from '../inbox/group-commit.js';
 import { silentLogger, type Logger } from '../logging/logger.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -26,6 +27,8 @@ export interface IngressOptions {
   maxBodyBytes?: number | undefined;
   /** The handler's path prefix; `POST {path}` and `POST {path}/{endpoint_id}` are webhooks. */
   path?: string | undefined;
+  /** Told of each signed body stored as quarantined. */
+  onError?: OnErrorHook | undefined;
 }
 
 /**
@@ -74,6 +77,7 @@ export function createIngress(options: IngressOptions): Ingress {
     toleranceSeconds: options.toleranceSeconds ?? INGRESS_DEFAULTS.toleranceSeconds,
     scheme: options.scheme ?? INGRESS_DEFAULTS.scheme,
     ackTimeoutMs,
+    onError: options.onError,
   });
   const post = createWebhookHandler({ core, logger, maxBodyBytes, metrics });
   return {
