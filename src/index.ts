@@ -13,6 +13,7 @@ export {
   type PostroomRouterOptions,
 } from './app/postroom.js';
 export type { EventHandler, EveryEventHandler, HandlerContext, HandlerMap, UnknownEventHandler } from './events/handlers.js';
+export type { InboxSource } from './inbox/types.js';
 export type { WorkerOptions } from './worker/options.js';
 export type { RetryBackoff } from './worker/backoff.js';
 export type { DrainResult } from './worker/worker.js';
@@ -21,7 +22,8 @@ export type { NodeWebhookHandler } from './ingress/ingress.js';
 export { captureRawBody } from './ingress/router.js';
 export { staticSecrets, type SecretProvider, type SecretSet } from './secrets/secret-provider.js';
 export { createForwarder, type Forwarder, type ForwarderOptions } from './worker/forwarder.js';
-export { replayEvent, replayMatching, type ReplaySummary } from './worker/replay.js';
+export { replayEvent, replayMatching, type ReplayOneResult, type ReplaySummary } from './worker/replay.js';
+export type { ReplayFilter } from './worker/inbox-admin-queries.js';
 
 // One delivery to one typed event, for receivers of your own; and signing, as the service does.
 export {
@@ -40,7 +42,9 @@ export {
   KNOWN_ACTS,
   isKnownEventType,
   type AnyKnownEvent,
+  type EventCatalogue,
   type EventData,
+  type KnownFields,
   type EventType,
   type PostroomEvent,
   type UnknownEvent,
@@ -48,27 +52,79 @@ export {
 
 // The correspondence projection's types (read it through createPostroom().projection).
 export type { ProjectedCorrespondence, ProjectedParticipant, ProjectionDifference, SendSummary, ServiceCorrespondence } from './projection/index.js';
+export { COMPARED_FIELDS, COMPARED_PARTICIPANT_FIELDS, type ComparedField, type ComparedParticipantField } from './projection/compare.js';
 
 // The store.
-export type { Db, Queryable, QueryResult } from './db/types.js';
+export type { Db, DbKind, Queryable, QueryResult, Session } from './db/types.js';
 export { createPgDb, type PgDbOptions } from './db/pg.js';
 export { createPgliteDb, type PgliteDbOptions } from './db/pglite.js';
-export { migrate, migrationStatus } from './db/migrate.js';
-export { INBOX_STATUSES, type InboxStatus } from './inbox/types.js';
+export { migrate, migrationStatus, type MigrationFile, type MigrationStatus } from './db/migrate.js';
+export { INBOX_SOURCES, INBOX_STATUSES, type InboxStatus } from './inbox/types.js';
 
 // Errors: one base class with stable codes.
 export { PostroomError, ConfigError, StoreUnavailableError, isPostroomError } from './errors.js';
 export { ForwardError, HandlerInterruptedError, HandlerTimeoutError, HandlerTransactionClosedError } from './worker/errors.js';
 
-export { createLogger, silentLogger, type Logger } from './logging/logger.js';
+export { createLogger, silentLogger, type Logger, type LoggerOptions } from './logging/logger.js';
+export type { Clock } from './clock.js';
 export { createMetrics, type Metrics, type MetricsOptions } from './metrics/metrics.js';
 
 // The service API client.
-export { createApiClient, ApiError, isApiError, type ApiClient, type ApiClientOptions } from './client/index.js';
-export type { Correspondence, WebhookDelivery, WebhookEndpoint, Plane } from './client/types.js';
+export {
+  createApiClient,
+  ApiError,
+  API_ERROR_CODES,
+  isApiError,
+  type ApiClient,
+  type ApiClientOptions,
+  type ApiErrorCode,
+  type BackoffPolicy,
+  type ClientTls,
+  type Sleep,
+  type Timeouts,
+} from './client/index.js';
+// ApiClient is the factory's return type: these names are exported for their types only.
+export type { buildClient } from './client/client.js';
+export type { listChangedCorrespondence, ChangedCorrespondence, ListChangedParams } from './client/resources/correspondence-listing.js';
+export type { ApiErrorInit } from './client/errors.js';
+export type { ResourceContext } from './client/resources/context.js';
+export type { ApiRequest, ApiResponse, HttpMethod, Transport } from './client/http.js';
+export type { OperationName, OPERATION_SCOPES } from './client/scopes.js';
+export { DELIVERY_STATUSES } from './client/types.js';
+export type {
+  CallOptions,
+  Correspondence,
+  CorrespondenceParticipant,
+  CreateCorrespondenceInput,
+  CreatedCorrespondence,
+  CreateEndpointInput,
+  DeliveryStatus,
+  IdempotentCallOptions,
+  ListDeliveriesParams,
+  OrganisationCaller,
+  Page,
+  PageParams,
+  Participant,
+  ParticipantState,
+  Plane,
+  PlanRunResult,
+  Recipient,
+  RecipientAddressing,
+  RotateApiKeyInput,
+  RotatedApiKey,
+  RotatedEndpointSecret,
+  SendSummary as ServiceSendSummary,
+  UpdateEndpointInput,
+  UploadDocumentInput,
+  UploadedDocument,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+} from './client/types.js';
 
 // Reconciliation, for embedding or scripting.
-export { createReconciler, type Reconciler, type RunResult } from './reconciler/reconcile.js';
+export { createReconciler, type Reconciler, type ReconcilerDeps, type RunResult } from './reconciler/reconcile.js';
 export { auditDelivered, type AuditResult } from './reconciler/audit.js';
 export { recordSentCorrespondence } from './reconciler/state-queries.js';
-export type { ReconcileOptions, ReconcileSummary } from './reconciler/types.js';
+export type { ReconcileOptions, ReconcileProgress, ReconcileSummary, ReconcilerApi } from './reconciler/types.js';
+export type { LockHolder } from './reconciler/state-queries.js';
