@@ -2,7 +2,7 @@ import type { Queryable } from '../db/types.js';
 import { payloadOf } from '../inbox/payload.js';
 import type { InboxStatus } from '../inbox/types.js';
 
-export { inboxStats, type InboxStats } from '../inbox/count-queries.js';
+export { inboxStats } from '../inbox/count-queries.js';
 
 /** What replay needs to decide about a row. */
 export interface ReplayCandidate {
