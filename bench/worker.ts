@@ -10,7 +10,7 @@ import { migrate } from '../src/db/migrate.js';
 import { insertInboxBatch } from '../src/inbox/insert-queries.js';
 import type { NewInboxEvent } from '../src/inbox/types.js';
 import { silentLogger } from '../src/logging/logger.js';
-import { createPostroom } from '../src/postroom.js';
+import { createPostroom } from '../src/app/postroom.js';
 import { benchDatabase } from './lib/pg.js';
 import { sampleRss } from './lib/processes.js';
 import { table, writeResult } from './lib/report.js';

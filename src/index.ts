@@ -1,17 +1,39 @@
 /**
- * postroom's public API. The CLI (`postroom serve`, `postroom inbox …`) uses the
- * same pieces; embedders start here.
+ * postroom's public API: one path to each capability. The CLI (`postroom serve`,
+ * `postroom inbox …`) is assembled from the same pieces in src/app; the sandbox
+ * is its own entry point, `postroom/sandbox`.
  */
 
-// Handlers and the worker, in your own process.
-export { createPostroom, type Postroom, type PostroomOptions, type PostroomRouterOptions } from './postroom.js';
-export { createWorker, type CreateWorkerOptions, type DrainResult, type Worker } from './worker/worker.js';
-export { DEFAULT_WORKER_OPTIONS, workerOptionsFromConfig, type WorkerOptions } from './worker/options.js';
-export { DEFAULT_RETRY_BACKOFF, retryDelayMs, type RetryBackoff } from './worker/backoff.js';
-export { createForwarder, type Forwarder, type ForwarderOptions } from './worker/forwarder.js';
-export { replayEvent, replayMatching, type ReplaySummary } from './worker/replay.js';
-export { createHandlerRegistry, type HandlerRegistry } from './events/registry.js';
+// Handlers, the worker and receiving, in your own process.
+export {
+  createPostroom,
+  type Postroom,
+  type PostroomHandlerOptions,
+  type PostroomOptions,
+  type PostroomRouterOptions,
+} from './app/postroom.js';
 export type { EventHandler, EveryEventHandler, HandlerContext, HandlerMap, UnknownEventHandler } from './events/handlers.js';
+export type { InboxSource } from './inbox/types.js';
+export type { WorkerOptions } from './worker/options.js';
+export type { RetryBackoff } from './worker/backoff.js';
+export type { DrainResult } from './worker/worker.js';
+export { EventError, type EventErrorCode, type EventErrorContext, type OnErrorHook } from './events/event-error.js';
+export type { NodeWebhookHandler } from './ingress/ingress.js';
+export { captureRawBody } from './ingress/router.js';
+export { staticSecrets, type SecretProvider, type SecretSet } from './secrets/secret-provider.js';
+export { createForwarder, type Forwarder, type ForwarderOptions } from './worker/forwarder.js';
+export { replayEvent, replayMatching, type ReplayOneResult, type ReplaySummary } from './worker/replay.js';
+export type { ReplayFilter } from './inbox/admin-queries.js';
+
+// One delivery to one typed event, for receivers of your own; and signing, as the service does.
+export {
+  constructEvent,
+  WebhookVerificationError,
+  type ConstructEventOptions,
+  type WebhookHeaders,
+  type WebhookVerificationCode,
+} from './ingress/construct-event.js';
+export { sign, type SignOptions, type SignedPayloadScheme, type SignatureFailureReason } from './signature/index.js';
 
 // The event catalogue: types and validation from one map.
 export {
@@ -20,57 +42,89 @@ export {
   KNOWN_ACTS,
   isKnownEventType,
   type AnyKnownEvent,
+  type EventCatalogue,
   type EventData,
+  type KnownFields,
   type EventType,
   type PostroomEvent,
   type UnknownEvent,
 } from './events/catalogue.js';
-export { validateEvent, type ValidatedEvent } from './events/validate.js';
 
-// The correspondence projection.
-export {
-  compareWithService,
-  getProjectedCorrespondence,
-  listOpenCorrespondenceIds,
-  type ProjectedCorrespondence,
-  type ProjectedParticipant,
-  type ProjectionDifference,
-  type SendSummary,
-  type ServiceCorrespondence,
-} from './projection/index.js';
-
-// Receiving: mount the webhook route in your own Express app.
-export { createIngressRouter, captureRawBody, type IngressRouterOptions } from './ingress/router.js';
-export { createIngressCore, type IngressCore, type IngressCoreOptions, type AcceptOutcome } from './ingress/accept.js';
-export { staticSecrets, type SecretProvider } from './ingress/secrets.js';
-export { createInboxWriter, type InboxWriter } from './inbox/group-commit.js';
-
-// Signatures, exactly as the service computes them.
-export { sign, verifySignature, parseSignatureHeader, type SignOptions, type VerifyOptions, type VerifyResult, type SignedPayloadScheme } from './signature/index.js';
+// The correspondence projection's types (read it through createPostroom().projection).
+export type { ProjectedCorrespondence, ProjectedParticipant, ProjectionDifference, SendSummary, ServiceCorrespondence } from './projection/index.js';
+export { COMPARED_FIELDS, COMPARED_PARTICIPANT_FIELDS, type ComparedField, type ComparedParticipantField } from './projection/compare.js';
 
 // The store.
-export type { Db, Queryable, QueryResult } from './db/types.js';
+export type { Db, DbKind, Queryable, QueryResult, Session } from './db/types.js';
 export { createPgDb, type PgDbOptions } from './db/pg.js';
 export { createPgliteDb, type PgliteDbOptions } from './db/pglite.js';
-export { migrate, migrationStatus } from './db/migrate.js';
-export { INBOX_STATUSES, type InboxStatus } from './inbox/types.js';
+export { migrate, migrationStatus, type MigrationFile, type MigrationStatus } from './db/migrate.js';
+export { INBOX_SOURCES, INBOX_STATUSES, type InboxStatus } from './inbox/types.js';
 
 // Errors: one base class with stable codes.
 export { PostroomError, ConfigError, StoreUnavailableError, isPostroomError } from './errors.js';
 export { ForwardError, HandlerInterruptedError, HandlerTimeoutError, HandlerTransactionClosedError } from './worker/errors.js';
 
-export { createLogger, silentLogger, type Logger } from './logging/logger.js';
+export { createLogger, silentLogger, type Logger, type LoggerOptions } from './logging/logger.js';
+export type { Clock } from './clock.js';
 export { createMetrics, type Metrics, type MetricsOptions } from './metrics/metrics.js';
 
 // The service API client.
-export { createApiClient, createApiClientFromConfig, ApiError, isApiError, type ApiClient, type ApiClientOptions } from './client/index.js';
-export type { Correspondence, WebhookDelivery, WebhookEndpoint, Plane } from './client/types.js';
+export {
+  createApiClient,
+  ApiError,
+  API_ERROR_CODES,
+  isApiError,
+  type ApiClient,
+  type ApiClientOptions,
+  type ApiErrorCode,
+  type BackoffPolicy,
+  type ClientTls,
+  type Sleep,
+  type Timeouts,
+} from './client/index.js';
+// ApiClient is the factory's return type: these names are exported for their types only.
+export type { buildClient } from './client/client.js';
+export type { listChangedCorrespondence, ChangedCorrespondence, ListChangedParams } from './client/resources/correspondence-listing.js';
+export type { ApiErrorInit } from './client/errors.js';
+export type { ResourceContext } from './client/resources/context.js';
+export type { ApiRequest, ApiResponse, HttpMethod, Transport } from './client/http.js';
+export type { OperationName, OPERATION_SCOPES } from './client/scopes.js';
+export { DELIVERY_STATUSES } from './client/types.js';
+export type {
+  CallOptions,
+  Correspondence,
+  CorrespondenceParticipant,
+  CreateCorrespondenceInput,
+  CreatedCorrespondence,
+  CreateEndpointInput,
+  DeliveryStatus,
+  IdempotentCallOptions,
+  ListDeliveriesParams,
+  OrganisationCaller,
+  Page,
+  PageParams,
+  Participant,
+  ParticipantState,
+  Plane,
+  PlanRunResult,
+  Recipient,
+  RecipientAddressing,
+  RotateApiKeyInput,
+  RotatedApiKey,
+  RotatedEndpointSecret,
+  SendSummary as ServiceSendSummary,
+  UpdateEndpointInput,
+  UploadDocumentInput,
+  UploadedDocument,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+} from './client/types.js';
 
 // Reconciliation, for embedding or scripting.
-export { createReconciler, type Reconciler, type RunResult } from './reconciler/reconcile.js';
+export { createReconciler, type Reconciler, type ReconcilerDeps, type RunResult } from './reconciler/reconcile.js';
 export { auditDelivered, type AuditResult } from './reconciler/audit.js';
-export { recordSentCorrespondence, sentLedger } from './reconciler/state-queries.js';
-export type { ReconcileOptions, ReconcileSummary } from './reconciler/types.js';
-
-// The sandbox: a local service for your own tests.
-export { createSandbox, startSandbox, startTraffic, type Sandbox, type SandboxOptions } from './sandbox/index.js';
+export { recordSentCorrespondence } from './reconciler/state-queries.js';
+export type { ReconcileOptions, ReconcileProgress, ReconcileSummary, ReconcilerApi } from './reconciler/types.js';
+export type { LockHolder } from './reconciler/state-queries.js';

@@ -6,8 +6,6 @@ import type { Readiness } from './readiness.js';
 export interface HttpAppOptions {
   logger: Logger;
   readiness: Readiness;
-  /** Mounted at /webhooks when this process has the ingress role. */
-  webhookRouter?: express.Router;
   /** Served at /metrics unless metrics have their own port. */
   metrics?: { metrics: Metrics; beforeScrape?: () => Promise<void> };
 }
@@ -17,13 +15,11 @@ export async function metricsText(m: { metrics: Metrics; beforeScrape?: () => Pr
   return m.metrics.registry.metrics();
 }
 
-/** The standalone server: webhooks, probes, metrics; JSON 404s for everything else. */
+/** The standalone server's probes and metrics, and JSON 404s for everything else (the ingress handler answers /webhooks first). */
 export function createHttpApp(options: HttpAppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-
-  if (options.webhookRouter) app.use('/webhooks', options.webhookRouter);
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

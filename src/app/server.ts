@@ -1,42 +1,24 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type express from 'express';
 import { systemClock, type Clock } from '../clock.js';
 import type { Config, Role } from '../config/config.js';
 import { migrate } from '../db/migrate.js';
 import { openDb } from '../db/open.js';
 import type { Db } from '../db/types.js';
 import { ConfigError, describeError } from '../errors.js';
-import { createInboxWriter, type InboxWriter } from '../inbox/group-commit.js';
-import { createIngressCore } from '../ingress/accept.js';
-import { createWebhookHandler, type WebhookHandler } from '../ingress/http-handler.js';
-import { createIngressRouter } from '../ingress/router.js';
-import { staticSecrets, type SecretProvider } from '../ingress/secrets.js';
+import type { InboxWriter } from '../inbox/group-commit.js';
+import { createIngress, type Ingress } from '../ingress/ingress.js';
+import { staticSecrets, type SecretProvider } from '../secrets/secret-provider.js';
 import { secretCipherFromConfig } from '../secrets/from-config.js';
 import { createEndpointSecretProvider, type EndpointSecretProvider } from '../secrets/provider.js';
+import type { Component, ComponentDeps } from '../lifecycle/component.js';
 import type { Logger } from '../logging/logger.js';
-import { refreshStoreGauges } from '../metrics/store-gauges.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { VERSION } from '../version.js';
 import { loadOrCreateDevSecret } from './dev-secret.js';
 import { createHttpApp, metricsText } from './http-app.js';
 import { createReadiness } from './readiness.js';
-
-/** A long-running part of a role (worker loop, reconciler schedule). */
-export interface Component {
-  name: string;
-  start(): Promise<void>;
-  /** Finish in-flight work within the deadline, release the rest. */
-  stop(deadlineMs: number): Promise<void>;
-}
-
-export interface ComponentDeps {
-  config: Config;
-  db: Db;
-  logger: Logger;
-  metrics: Metrics;
-  clock: Clock;
-}
+import { refreshStoreGauges } from './store-gauges.js';
 
 export interface ServeOptions {
   config: Config;
@@ -114,38 +96,27 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       secrets = endpointSecrets;
     }
 
-    let webhookRouter: express.Router | undefined;
-    let webhookHandler: WebhookHandler | undefined;
+    let ingress: Ingress | undefined;
     if (runsIngress(role) && secrets) {
-      writer = createInboxWriter({
+      ingress = createIngress({
         db,
-        logger,
-        maxBatch: config.ingress.maxBatch,
-        // Past the ack budget every waiter has been answered 503: abandon the flush and its connection.
-        flushTimeoutMs: config.ingress.ackTimeoutMs,
-        onFlush: (s) => {
-          metrics.ingressBatchSize.observe(s.rows);
-          metrics.ingressFlushDuration.observe({ outcome: s.ok ? 'committed' : 'failed' }, s.durationMs / 1000);
-        },
-      });
-      const core = createIngressCore({
-        writer,
         secrets,
-        clock,
         logger,
+        metrics,
+        clock,
+        maxBatch: config.ingress.maxBatch,
         toleranceSeconds: config.ingress.toleranceSeconds,
         scheme: config.ingress.signedPayload,
         ackTimeoutMs: config.ingress.ackTimeoutMs,
+        maxBodyBytes: config.ingress.maxBodyBytes,
       });
-      webhookHandler = createWebhookHandler({ core, logger, maxBodyBytes: config.ingress.maxBodyBytes, metrics });
-      webhookRouter = createIngressRouter({ core, logger, maxBodyBytes: config.ingress.maxBodyBytes, metrics, handler: webhookHandler });
+      writer = ingress.writer;
     }
     const readiness = createReadiness(db, writer ? { writer, ackBudgetMs: config.ingress.ackTimeoutMs } : {});
     const scrape = { metrics, beforeScrape: () => refreshStoreGauges(metrics, db) };
     const app = createHttpApp({
       logger,
       readiness,
-      ...(webhookRouter ? { webhookRouter } : {}),
       ...(config.metricsPort === undefined ? { metrics: scrape } : {}),
     });
 
@@ -157,7 +128,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         // a slow-drip body would hold its socket far longer than configured.
         connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.ingress.requestTimeoutMs / 4))),
       },
-      webhookHandler ? fastWebhookPath(webhookHandler, app) : app,
+      // Every /webhooks target is answered by the framework-free handler; probes, metrics and 404s by the app.
+      ingress ? (req, res) => ingress.handler(req, res, () => app(req, res)) : app,
     );
     server.keepAliveTimeout = 5000;
     server.maxHeadersCount = 200;
@@ -219,37 +191,6 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     if (ownsDb) await db.close().catch(() => undefined);
     throw err;
   }
-}
-
-/**
- * POST /webhooks and /webhooks/{endpoint_id} go straight to the handler, the hot
- * path without Express routing; everything else (probes, metrics, 404/405) goes to the app.
- */
-function fastWebhookPath(handle: WebhookHandler, app: http.RequestListener): http.RequestListener {
-  return (req, res) => {
-    const url = req.url ?? '';
-    if (req.method === 'POST' && url.startsWith('/webhooks')) {
-      // The query string names nothing here; the Express router ignores it too, so both answer alike.
-      const q = url.indexOf('?');
-      const rest = url.slice('/webhooks'.length, q === -1 ? undefined : q);
-      if (rest === '' || rest === '/') {
-        handle(req, res, undefined).catch(() => res.destroy());
-        return;
-      }
-      const m = /^\/([^/?#]+)\/?$/.exec(rest);
-      if (m) {
-        let id: string;
-        try {
-          id = decodeURIComponent(m[1]!);
-        } catch {
-          id = m[1]!;
-        }
-        handle(req, res, id).catch(() => res.destroy());
-        return;
-      }
-    }
-    app(req, res);
-  };
 }
 
 function listen(server: http.Server, port: number, host: string): Promise<void> {

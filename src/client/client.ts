@@ -64,7 +64,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   return buildClient(options);
 }
 
-function buildClient(options: ApiClientOptions) {
+export function buildClient(options: ApiClientOptions) {
   const apiKey = options.apiKey;
   if (typeof apiKey !== 'string' || apiKey === '') throw new ConfigError('POSTROOM_API_KEY', 'no API key given; set POSTROOM_API_KEY or POSTROOM_API_KEY_FILE');
   // A newline or space would let the value spill into other headers.

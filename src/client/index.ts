@@ -1,11 +1,8 @@
-export { createApiClient, DEFAULT_CORRESPONDENCE_PATH, DEFAULT_DEADLINE_MS, DEFAULT_MAX_ATTEMPTS, type ApiClient, type ApiClientOptions } from './client.js';
-export { createApiClientFromConfig, resolveApiKey } from './from-config.js';
+export { createApiClient, type ApiClient, type ApiClientOptions } from './client.js';
+export { createApiClientFromConfig } from './from-config.js';
 export { ApiError, API_ERROR_CODES, isApiError, type ApiErrorCode } from './errors.js';
-export { OPERATION_SCOPES, scopeFor, type OperationName } from './scopes.js';
-export { planeFromKey, PLANE_PREFIXES } from './plane.js';
-export { createApiDispatcher, readClientTls, type ClientTls } from './dispatcher.js';
-export { DEFAULT_TIMEOUTS, API_PREFIX, type Timeouts, type Sleep } from './http.js';
-export { backoffDelay, parseRetryAfter, RETRYABLE_STATUSES, DEFAULT_BACKOFF, type BackoffPolicy } from './retry.js';
-export { ENDPOINT_LIST_FIELDS, ROTATED_SECRET_FIELDS } from './resources/webhook-endpoints.js';
-export { ROTATED_KEY_FIELDS } from './resources/api-keys.js';
+export { OPERATION_SCOPES } from './scopes.js';
+export type { ClientTls } from './dispatcher.js';
+export type { Timeouts, Sleep } from './http.js';
+export type { BackoffPolicy } from './retry.js';
 export * from './types.js';

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { ConfigError } from '../errors.js';
 import { DEFAULT_SCHEMA, isValidSchemaName } from '../db/schema.js';
+import { INGRESS_DEFAULTS } from '../ingress/defaults.js';
 import { SIGNED_PAYLOAD_SCHEMES, type SignedPayloadScheme } from '../signature/index.js';
 import type { Env } from './env.js';
 import { int, list, oneOf, str, url } from './parse.js';
@@ -116,13 +117,13 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     ingress: {
       host: str(env, 'HOST') ?? '127.0.0.1',
       port: int(env, 'PORT', 8080, { min: 0, max: 65535 }),
-      maxBodyBytes: int(env, 'POSTROOM_MAX_BODY_BYTES', MiB, { min: 1024, max: 64 * MiB }),
-      toleranceSeconds: int(env, 'POSTROOM_SIGNATURE_TOLERANCE_SECONDS', 300, { min: 1, max: 86_400 }),
+      maxBodyBytes: int(env, 'POSTROOM_MAX_BODY_BYTES', INGRESS_DEFAULTS.maxBodyBytes, { min: 1024, max: 64 * MiB }),
+      toleranceSeconds: int(env, 'POSTROOM_SIGNATURE_TOLERANCE_SECONDS', INGRESS_DEFAULTS.toleranceSeconds, { min: 1, max: 86_400 }),
       secrets,
-      signedPayload: oneOf(env, 'POSTROOM_SIGNED_PAYLOAD', SIGNED_PAYLOAD_SCHEMES, 'body'),
-      ackTimeoutMs: int(env, 'POSTROOM_ACK_TIMEOUT_MS', 5000, { min: 50, max: 60_000 }),
+      signedPayload: oneOf(env, 'POSTROOM_SIGNED_PAYLOAD', SIGNED_PAYLOAD_SCHEMES, INGRESS_DEFAULTS.scheme),
+      ackTimeoutMs: int(env, 'POSTROOM_ACK_TIMEOUT_MS', INGRESS_DEFAULTS.ackTimeoutMs, { min: 50, max: 60_000 }),
       requestTimeoutMs: int(env, 'POSTROOM_REQUEST_TIMEOUT_MS', 10_000, { min: 100, max: 300_000 }),
-      maxBatch: int(env, 'POSTROOM_INGEST_MAX_BATCH', 256, { min: 1, max: 5000 }),
+      maxBatch: int(env, 'POSTROOM_INGEST_MAX_BATCH', INGRESS_DEFAULTS.maxBatch, { min: 1, max: 5000 }),
     },
     worker: {
       concurrency: int(env, 'POSTROOM_WORKER_CONCURRENCY', 4, { min: 1, max: 256 }),

@@ -3,7 +3,3 @@
  * `Config` (or the raw record, for `loadConfig`) so tests can inject settings.
  */
 export type Env = Readonly<Record<string, string | undefined>>;
-
-export function readProcessEnv(): Env {
-  return { ...process.env };
-}

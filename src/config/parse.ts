@@ -34,14 +34,6 @@ export function oneOf<T extends string>(env: Env, name: string, allowed: readonl
   return raw as T;
 }
 
-export function bool(env: Env, name: string, fallback: boolean): boolean {
-  const raw = str(env, name);
-  if (raw === undefined) return fallback;
-  if (/^(1|true|yes|on)$/i.test(raw)) return true;
-  if (/^(0|false|no|off)$/i.test(raw)) return false;
-  throw new ConfigError(name, `expected true or false, got "${truncate(raw)}"`);
-}
-
 export function list(env: Env, name: string): string[] {
   const raw = str(env, name);
   if (raw === undefined) return [];

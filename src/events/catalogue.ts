@@ -97,7 +97,7 @@ export const EVENT_TYPES = Object.keys(EVENT_CATALOGUE) as EventType[];
  * `event.data.participantId` is a compile error. The extra fields are still there
  * at run time (validation keeps them); read one with a cast when you need it.
  */
-type KnownFields<T> = T extends ReadonlyArray<infer U>
+export type KnownFields<T> = T extends ReadonlyArray<infer U>
   ? Array<KnownFields<U>>
   : T extends object
     ? { [K in keyof T as string extends K ? never : K]: KnownFields<T[K]> }

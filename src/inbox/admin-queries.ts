@@ -3,7 +3,7 @@ import { inboxFilterSql } from './filter.js';
 import { payloadOf } from './payload.js';
 import type { InboxStatus } from './types.js';
 
-export { inboxStats, type InboxStats } from './count-queries.js';
+export { inboxStats } from './count-queries.js';
 
 /** What replay needs to decide about a row. */
 export interface ReplayCandidate {

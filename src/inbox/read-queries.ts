@@ -43,4 +43,4 @@ export async function getRawBody(q: Queryable, eventId: string): Promise<Buffer 
 }
 
 /** Moved to count-queries.ts (migration 007); re-exported for the store gauges. */
-export { inboxStatusCounts, type StatusCounts } from './count-queries.js';
+export { inboxStatusCounts } from './count-queries.js';

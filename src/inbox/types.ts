@@ -4,9 +4,6 @@ export type InboxStatus = (typeof INBOX_STATUSES)[number];
 export const INBOX_SOURCES = ['webhook', 'reconciler', 'replay'] as const;
 export type InboxSource = (typeof INBOX_SOURCES)[number];
 
-/** Statuses the worker still has to finish. */
-export const UNFINISHED_STATUSES: readonly InboxStatus[] = ['received', 'processing', 'failed'];
-
 /** Channel the ingress notifies after a commit that inserted rows; workers LISTEN on it. */
 export const INBOX_CHANNEL = 'postroom_inbox';
 

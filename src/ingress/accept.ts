@@ -1,9 +1,10 @@
 import type { Clock } from '../clock.js';
+import { EventError, reportEventError, type OnErrorHook } from '../events/event-error.js';
 import type { InboxWriter } from '../inbox/group-commit.js';
 import type { Logger } from '../logging/logger.js';
 import { verifySignature, type SignatureFailureReason, type SignedPayloadScheme } from '../signature/index.js';
 import { parseEnvelope } from './envelope.js';
-import type { SecretProvider } from './secrets.js';
+import type { SecretProvider } from '../secrets/secret-provider.js';
 
 export type Headers = Readonly<Record<string, string | string[] | undefined>>;
 
@@ -29,6 +30,8 @@ export interface IngressCoreOptions {
   toleranceSeconds: number;
   scheme: SignedPayloadScheme;
   ackTimeoutMs: number;
+  /** Told of each signed body stored as quarantined (not of its re-deliveries). */
+  onError?: OnErrorHook | undefined;
 }
 
 export interface IngressCore {
@@ -123,7 +126,11 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
           return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'ack_timeout' };
         }
         if (!envelope.ok) {
-          if (result === 'accepted') logger.warn({ event_id: envelope.eventId, reason: envelope.reason, endpoint_id: endpointId }, 'signed body is not a valid envelope; quarantined');
+          if (result === 'accepted') {
+            logger.warn({ event_id: envelope.eventId, reason: envelope.reason, endpoint_id: endpointId }, 'signed body is not a valid envelope; quarantined');
+            const error = new EventError('event_quarantined', `signed body is not a valid envelope; quarantined: ${envelope.reason}`);
+            reportEventError(options.onError, logger, error, { eventId: envelope.eventId, type: envelope.type, status: 'quarantined', attempt: 0, retryInMs: null, source: 'ingress' });
+          }
           return { kind: 'quarantined', eventId: envelope.eventId, reason: envelope.reason, secretLabel, skewSeconds: verified.skewSeconds, duplicate: result === 'duplicate' };
         }
         return { kind: result, eventId: envelope.eventId, secretLabel, skewSeconds: verified.skewSeconds };

@@ -17,13 +17,15 @@ export interface ServiceCorrespondence {
 export const COMPARED_FIELDS = ['status', 'kind', 'subject', 'content_type', 'created_at', 'document_ids', 'send_summary'] as const;
 /** Fields of each participant both sides describe. */
 export const COMPARED_PARTICIPANT_FIELDS = ['ref', 'state', 'last_act'] as const;
+export type ComparedField = (typeof COMPARED_FIELDS)[number];
+export type ComparedParticipantField = (typeof COMPARED_PARTICIPANT_FIELDS)[number];
 
 export type ProjectionDifference =
   | { kind: 'missing_correspondence'; correspondenceId: string }
-  | { kind: 'field'; correspondenceId: string; field: (typeof COMPARED_FIELDS)[number]; projection: unknown; service: unknown }
+  | { kind: 'field'; correspondenceId: string; field: ComparedField; projection: unknown; service: unknown }
   | { kind: 'missing_participant'; correspondenceId: string; participantId: string; service: string }
   | { kind: 'unexpected_participant'; correspondenceId: string; participantId: string; projection: string }
-  | { kind: 'participant_field'; correspondenceId: string; participantId: string; field: (typeof COMPARED_PARTICIPANT_FIELDS)[number]; projection: unknown; service: unknown };
+  | { kind: 'participant_field'; correspondenceId: string; participantId: string; field: ComparedParticipantField; projection: unknown; service: unknown };
 
 const instant = (v: string | null | undefined): number | null => (v == null || Number.isNaN(Date.parse(v)) ? null : Date.parse(v));
 const sortedSet = (v: readonly string[] | null | undefined): string[] => [...new Set(v ?? [])].sort();
@@ -41,7 +43,7 @@ export function compareWithService(projection: ProjectedCorrespondence | undefin
   const id = service.correspondence_id;
   if (!projection) return [{ kind: 'missing_correspondence', correspondenceId: id }];
   const out: ProjectionDifference[] = [];
-  const field = (name: (typeof COMPARED_FIELDS)[number], projected: unknown, theirs: unknown, equal: boolean): void => {
+  const field = (name: ComparedField, projected: unknown, theirs: unknown, equal: boolean): void => {
     if (!equal) out.push({ kind: 'field', correspondenceId: id, field: name, projection: projected, service: theirs });
   };
   // A field the service's answer does not carry is not described by both, so it is not compared.
@@ -67,7 +69,7 @@ export function compareWithService(projection: ProjectedCorrespondence | undefin
       out.push({ kind: 'missing_participant', correspondenceId: id, participantId: p.participant_id, service: p.state });
       continue;
     }
-    const part = (name: (typeof COMPARED_PARTICIPANT_FIELDS)[number], projected: unknown, service: unknown): void => {
+    const part = (name: ComparedParticipantField, projected: unknown, service: unknown): void => {
       if (projected !== service) out.push({ kind: 'participant_field', correspondenceId: id, participantId: p.participant_id, field: name, projection: projected, service });
     };
     part('state', mine.state, p.state);

@@ -49,10 +49,6 @@ export interface ProjectionFacts {
   participants: ParticipantFacts;
 }
 
-export function isProjected(event: AnyKnownEvent): boolean {
-  return PROJECTED_TYPES.has(event.type);
-}
-
 export function collectFacts(events: readonly AnyKnownEvent[]): ProjectionFacts {
   const c: CorrespondenceFacts = {
     correspondenceId: [], eventId: [], type: [], at: [], status: [], statusRank: [], kind: [], subject: [], contentType: [], createdAt: [],

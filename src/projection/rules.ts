@@ -6,9 +6,6 @@
 export const STATUS_RANK: Readonly<Record<string, number>> = { created: 0, live: 1, sealed: 2, withdrawn: 2 };
 export const STATE_RANK: Readonly<Record<string, number>> = { pending: 0, held: 1, delivered: 2, undeliverable: 2 };
 
-/** Statuses after which a correspondence no longer changes. */
-export const FINAL_STATUSES: readonly string[] = ['sealed', 'withdrawn'];
-
 export function statusRank(status: string): number {
   return Object.hasOwn(STATUS_RANK, status) ? STATUS_RANK[status]! : 0;
 }

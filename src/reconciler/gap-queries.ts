@@ -143,13 +143,6 @@ export async function countOpenGaps(q: Queryable): Promise<number> {
   return Number(res.rows[0]?.n ?? 0);
 }
 
-export async function countGapsByStatus(q: Queryable): Promise<Record<GapStatus, number>> {
-  const res = await q.query<{ status: GapStatus; n: number }>(`SELECT status, count(*)::int AS n FROM reconcile_gaps GROUP BY status`);
-  const out = Object.fromEntries(GAP_STATUSES.map((s) => [s, 0])) as Record<GapStatus, number>;
-  for (const r of res.rows) out[r.status] = Number(r.n);
-  return out;
-}
-
 export async function listGaps(q: Queryable, filter: { status?: GapStatus | undefined; limit: number }): Promise<Gap[]> {
   const res = await q.query<Gap>(
     `SELECT ${GAP_COLUMNS} FROM reconcile_gaps ${filter.status ? 'WHERE status = $2' : ''} ORDER BY first_seen_at DESC, gap_id DESC LIMIT $1`,

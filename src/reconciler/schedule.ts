@@ -1,5 +1,5 @@
 import cron from 'node-cron';
-import type { Component } from '../app/server.js';
+import type { Component } from '../lifecycle/component.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import type { Reconciler } from './reconcile.js';

@@ -11,3 +11,13 @@ export { parseKeySpec, generateKey, type KeySpec } from './keys.js';
 export { checkWebhookUrl, isPublicAddress, type LookupAll } from './url-policy.js';
 export { SandboxApiError } from './errors.js';
 export { startTraffic, DEFAULT_MIX, type TrafficOptions, type TrafficRun, type TrafficCounters, type TrafficTarget, type TrafficOp } from './traffic.js';
+
+// Types the exports above name, so the entry point is complete on its own.
+export type { addressingSchema, recipientSchema, Outcome } from './addressing.js';
+export type { PLANES, DELIVERY_STATUSES, DeliveryStatus, CorrespondenceStatus, ParticipantState } from './catalogue.js';
+export type { WalletOptions } from './wallet.js';
+export type { SendSummary } from './state.js';
+export type { UrlPolicyOptions, UrlCheck, UrlRefusal } from './url-policy.js';
+export type { PostroomError } from '../errors.js';
+export type { SignedPayloadScheme } from '../signature/index.js';
+export type { Clock } from '../clock.js';

@@ -1,7 +1,7 @@
 import { systemClock, type Clock } from '../clock.js';
 import type { Db } from '../db/types.js';
 import { StoreUnavailableError, describeError } from '../errors.js';
-import type { SecretProvider, SecretSet } from '../ingress/secrets.js';
+import type { SecretProvider, SecretSet } from './secret-provider.js';
 import { silentLogger, type Logger } from '../logging/logger.js';
 import type { SecretCipher } from './crypto.js';
 import { SECRETS_CHANNEL, loadEndpointSecrets } from './store.js';

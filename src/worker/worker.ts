@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import type { Component } from '../app/server.js';
+import type { Component } from '../lifecycle/component.js';
 import type { Db } from '../db/types.js';
 import type { HandlerRegistry } from '../events/registry.js';
 import { INBOX_CHANNEL } from '../inbox/types.js';
 import type { Logger } from '../logging/logger.js';
 import { eventTypeLabel } from '../metrics/labels.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { EventError, reportEventError, type OnErrorHook } from '../events/event-error.js';
 import { claimBatch, reapExpiredLeases } from './claim-queries.js';
 import { DEFAULT_WORKER_OPTIONS, type WorkerOptions } from './options.js';
 import { processClaimed, type BatchContext, type EventOutcome } from './process-batch.js';
@@ -22,6 +23,8 @@ export interface CreateWorkerOptions<Api = unknown> {
   workerId?: string;
   /** For jitter; injected by tests. */
   random?: () => number;
+  /** Told of every handler failure, dead event and quarantined event, once its outcome is committed. */
+  onError?: OnErrorHook | undefined;
 }
 
 export interface DrainResult {
@@ -103,6 +106,22 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     }
   }
 
+  function report(outcomes: readonly EventOutcome[]): void {
+    if (!input.onError) return;
+    for (const { row, completion, handlerRun } of outcomes) {
+      const { status } = completion;
+      if (completion.attemptsDelta !== 0 || (status !== 'failed' && status !== 'dead' && status !== 'quarantined')) continue;
+      const cause = handlerRun?.outcome === 'failed' ? handlerRun.error : completion.error;
+      const error =
+        status === 'quarantined'
+          ? new EventError('event_quarantined', `${row.type} ${row.event_id} quarantined: ${completion.error ?? 'invalid'}`)
+          : status === 'dead'
+            ? new EventError('event_dead', `${row.type} ${row.event_id} failed its last attempt (${row.attempts} of ${options.maxAttempts}); dead`, { cause })
+            : new EventError('handler_failed', `a handler for ${row.type} ${row.event_id} failed (attempt ${row.attempts} of ${options.maxAttempts})`, { cause });
+      reportEventError(input.onError, logger, error, { eventId: row.event_id, type: row.type, status, attempt: row.attempts, retryInMs: completion.retryInMs, source: 'worker' });
+    }
+  }
+
   async function reapIfDue(): Promise<void> {
     const now = Date.now();
     if (now - lastReapAt < reapEveryMs) return;
@@ -110,7 +129,11 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     const reaped = await reapExpiredLeases(db, options.maxAttempts);
     for (const r of reaped) {
       logger.warn({ event_id: r.event_id, type: r.type, status: r.status }, 'reclaimed an event whose worker stopped (lease expired)');
-      if (r.status === 'dead') metrics?.eventsProcessed.inc({ event_type: eventTypeLabel(r.type), status: 'dead' });
+      if (r.status === 'dead') {
+        metrics?.eventsProcessed.inc({ event_type: eventTypeLabel(r.type), status: 'dead' });
+        const error = new EventError('event_dead', `${r.type} ${r.event_id} ran out of attempts while its worker was gone (lease expired); dead`);
+        reportEventError(input.onError, logger, error, { eventId: r.event_id, type: r.type, status: 'dead', attempt: options.maxAttempts, retryInMs: null, source: 'worker' });
+      }
     }
   }
 
@@ -126,6 +149,7 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     if (claimed.length === 0) return undefined;
     const outcomes = await processClaimed(batchContext, claimed);
     record(outcomes);
+    report(outcomes);
     return outcomes;
   }
 

@@ -3,7 +3,7 @@ import type { AnyKnownEvent, EventData, PostroomEvent } from '../../src/events/c
 import type { HandlerContext, HandlerMap } from '../../src/events/handlers.js';
 import { createHandlerRegistry } from '../../src/events/registry.js';
 import type { Queryable } from '../../src/db/types.js';
-import { createPostroom } from '../../src/postroom.js';
+import { createPostroom } from '../../src/app/postroom.js';
 import type { Db } from '../../src/db/types.js';
 
 /*

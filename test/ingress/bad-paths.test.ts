@@ -4,7 +4,7 @@ import { systemClock } from '../../src/clock.js';
 import { createInboxWriter, type InboxWriter } from '../../src/inbox/group-commit.js';
 import { createIngressCore } from '../../src/ingress/accept.js';
 import { createIngressRouter } from '../../src/ingress/router.js';
-import { staticSecrets } from '../../src/ingress/secrets.js';
+import { staticSecrets } from '../../src/secrets/secret-provider.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { openDefaultTestStore, type TestStore } from '../support/db.js';
 import { captureLog } from '../support/log-capture.js';

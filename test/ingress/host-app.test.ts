@@ -6,7 +6,7 @@ import { createInboxWriter, type InboxWriter } from '../../src/inbox/group-commi
 import { getInboxEvent } from '../../src/inbox/read-queries.js';
 import { createIngressCore } from '../../src/ingress/accept.js';
 import { captureRawBody, createIngressRouter } from '../../src/ingress/router.js';
-import { staticSecrets } from '../../src/ingress/secrets.js';
+import { staticSecrets } from '../../src/secrets/secret-provider.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { sign } from '../../src/signature/index.js';
 import { openDefaultTestStore, type TestStore } from '../support/db.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logging/logger.js';
-import { createPostroom } from '../../src/postroom.js';
+import { createPostroom } from '../../src/app/postroom.js';
 import { RECONCILE_LOCK } from '../../src/reconciler/reconcile.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { runCli } from '../support/cli.js';

@@ -3,7 +3,7 @@ import { startServer, type RunningServer } from '../../src/app/server.js';
 import { createApiClient, type ApiClient } from '../../src/client/client.js';
 import { loadConfig } from '../../src/config/config.js';
 import { silentLogger } from '../../src/logging/logger.js';
-import { createPostroom, type Postroom } from '../../src/postroom.js';
+import { createPostroom, type Postroom } from '../../src/app/postroom.js';
 import { compareWithService } from '../../src/projection/compare.js';
 import { getProjectedCorrespondence } from '../../src/projection/read.js';
 import { sentLedger } from '../../src/reconciler/state-queries.js';

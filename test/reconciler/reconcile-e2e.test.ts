@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config/config.js';
 import { createPgDb } from '../../src/db/pg.js';
 import type { Db } from '../../src/db/types.js';
 import { silentLogger } from '../../src/logging/logger.js';
-import { createPostroom, type Postroom } from '../../src/postroom.js';
+import { createPostroom, type Postroom } from '../../src/app/postroom.js';
 import { getProjectedCorrespondence } from '../../src/projection/read.js';
 import { compareWithService } from '../../src/projection/compare.js';
 import { createReconciler } from '../../src/reconciler/reconcile.js';

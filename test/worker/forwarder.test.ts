@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createPostroom, type Postroom } from '../../src/postroom.js';
+import { createPostroom, type Postroom } from '../../src/app/postroom.js';
 import { verifySignature } from '../../src/signature/index.js';
 import { createForwarder, type Forwarder } from '../../src/worker/forwarder.js';
 import { openDefaultTestStore, type TestStore } from '../support/db.js';

@@ -2,7 +2,7 @@ import express from 'express';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as api from '../../src/index.js';
-import { createPostroom } from '../../src/postroom.js';
+import { createPostroom } from '../../src/app/postroom.js';
 import { sign } from '../../src/signature/index.js';
 import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
 import { makeEvent } from '../support/events.js';
@@ -44,14 +44,20 @@ describe.each(kinds)('postroom as a library in your own app (%s)', (kind) => {
 
   it('asks for the signing secret instead of receiving unverified', () => {
     const postroom = createPostroom({ db: store.db });
-    expect(() => postroom.router()).toThrow(/router\(\) needs the webhook signing secret/);
+    expect(() => postroom.router()).toThrow(/need the webhook signing secret/);
   });
 });
 
 describe('package exports', () => {
-  it('exports the library API, signatures, the ingress router and the errors', () => {
-    for (const name of ['createPostroom', 'createWorker', 'createForwarder', 'sign', 'verifySignature', 'createIngressRouter', 'captureRawBody', 'PostroomError', 'ConfigError', 'getProjectedCorrespondence', 'listOpenCorrespondenceIds', 'compareWithService', 'EVENT_CATALOGUE', 'validateEvent', 'migrate', 'createPgDb', 'createPgliteDb', 'replayEvent']) {
+  it('exports one path to each capability: createPostroom, constructEvent, signing, the store, the client, the reconciler, the errors', () => {
+    for (const name of ['createPostroom', 'constructEvent', 'WebhookVerificationError', 'EventError', 'createForwarder', 'sign', 'captureRawBody', 'staticSecrets', 'PostroomError', 'ConfigError', 'EVENT_CATALOGUE', 'migrate', 'createPgDb', 'createPgliteDb', 'replayEvent', 'createApiClient', 'createReconciler', 'recordSentCorrespondence']) {
       expect(api).toHaveProperty(name);
+    }
+  });
+
+  it('keeps the lower-level pieces internal (each has a public path above) and the sandbox on its own entry point', () => {
+    for (const name of ['createWorker', 'createHandlerRegistry', 'createIngressRouter', 'createIngressCore', 'createInboxWriter', 'verifySignature', 'parseSignatureHeader', 'getProjectedCorrespondence', 'listOpenCorrespondenceIds', 'compareWithService', 'sentLedger', 'validateEvent', 'createApiClientFromConfig', 'workerOptionsFromConfig', 'createSandbox', 'startSandbox', 'startTraffic']) {
+      expect(api).not.toHaveProperty(name);
     }
   });
 });

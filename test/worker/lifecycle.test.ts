@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createPostroom, type Postroom } from '../../src/postroom.js';
+import { createPostroom, type Postroom } from '../../src/app/postroom.js';
 import { claimBatch } from '../../src/worker/claim-queries.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';

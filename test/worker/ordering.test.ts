@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createPostroom, type Postroom } from '../../src/postroom.js';
+import { createPostroom, type Postroom } from '../../src/app/postroom.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
 import { countByStatus, envelope, inboxRow, insertEnvelopes, waitFor, type Envelope } from './support.js';

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createMetrics } from '../../src/metrics/metrics.js';
-import { createPostroom, type Postroom } from '../../src/postroom.js';
+import { createPostroom, type Postroom } from '../../src/app/postroom.js';
 import { getProjectedCorrespondence } from '../../src/projection/read.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
-import { createPostroom, type Postroom } from '../../src/postroom.js';
+import { createPostroom, type Postroom } from '../../src/app/postroom.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { replayEvent, replayMatching } from '../../src/worker/replay.js';
 import { runCli } from '../support/cli.js';

@@ -1,11 +1,12 @@
 import { Option, type Command } from 'commander';
 import { ROLES, type Role } from '../../config/config.js';
-import { startServer, type ComponentDeps, type Component } from '../../app/server.js';
+import { startServer } from '../../app/server.js';
+import type { ComponentDeps, Component } from '../../lifecycle/component.js';
 import { createLogger } from '../../logging/logger.js';
 import { configuredSecretValues, type CliContext } from '../context.js';
 import { parseChoice, parseCount } from '../duration.js';
-import { reconcilerComponentFactory } from '../../reconciler/component.js';
-import { workerComponentFactory } from '../../worker/component.js';
+import { reconcilerComponentFactory } from '../../app/reconciler-component.js';
+import { workerComponentFactory } from '../../app/worker-component.js';
 import { waitForSignal } from '../signals.js';
 
 /** Components that roles contribute (worker, reconciler); filled in by those domains. */

@@ -1,9 +1,9 @@
-import type { Component, ComponentDeps } from '../app/server.js';
+import type { Component, ComponentDeps } from '../lifecycle/component.js';
 import { createApiClientFromConfig } from '../client/from-config.js';
 import type { Role } from '../config/config.js';
 import { ConfigError } from '../errors.js';
-import { createReconciler, reconcileDefaults } from './reconcile.js';
-import { createReconcileSchedule } from './schedule.js';
+import { createReconciler, reconcileDefaults } from '../reconciler/reconcile.js';
+import { createReconcileSchedule } from '../reconciler/schedule.js';
 
 /**
  * The reconciler inside `postroom serve` (roles all and reconciler). It needs the

@@ -2,7 +2,7 @@ import type { Db } from '../db/types.js';
 import { inboxStatusCounts } from '../inbox/read-queries.js';
 import { INBOX_STATUSES } from '../inbox/types.js';
 import { countOpenGaps, countAtRiskFromLastRun, lastSuccessfulRun } from '../reconciler/state-gauges.js';
-import type { Metrics } from './metrics.js';
+import type { Metrics } from '../metrics/metrics.js';
 
 /**
  * Refreshes the gauges that describe the database rather than this process, just

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ConfigError, PostroomError } from '../errors.js';
 import type { HandlerMap } from '../events/handlers.js';
-import type { Postroom } from '../postroom.js';
+import type { Postroom } from './postroom.js';
 
 /**
  * Loads `postroom serve --handlers ./handlers.js`. The module's default export

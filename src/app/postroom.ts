@@ -1,22 +1,21 @@
 import type express from 'express';
-import { systemClock } from './clock.js';
-import type { Db } from './db/types.js';
-import { ConfigError } from './errors.js';
-import type { EventType } from './events/catalogue.js';
-import type { EventHandler, EveryEventHandler, HandlerMap, UnknownEventHandler } from './events/handlers.js';
-import { createHandlerRegistry, type HandlerRegistry } from './events/registry.js';
-import { recordConsumption } from './worker/consumer-queries.js';
-import { createInboxWriter, type InboxWriter } from './inbox/group-commit.js';
-import { createIngressCore } from './ingress/accept.js';
-import { createIngressRouter } from './ingress/router.js';
-import { staticSecrets, type SecretProvider } from './ingress/secrets.js';
-import type { SignedPayloadScheme } from './signature/index.js';
-import { silentLogger, type Logger } from './logging/logger.js';
-import type { Metrics } from './metrics/metrics.js';
-import { compareWithService, type ProjectionDifference, type ServiceCorrespondence } from './projection/compare.js';
-import { getProjectedCorrespondence, listOpenCorrespondenceIds, type ProjectedCorrespondence } from './projection/read.js';
-import type { WorkerOptions } from './worker/options.js';
-import { createWorker, type DrainResult, type Worker } from './worker/worker.js';
+import type { Db } from '../db/types.js';
+import { ConfigError } from '../errors.js';
+import type { EventType } from '../events/catalogue.js';
+import type { EventHandler, EveryEventHandler, HandlerMap, UnknownEventHandler } from '../events/handlers.js';
+import { createHandlerRegistry } from '../events/registry.js';
+import { recordConsumption } from '../worker/consumer-queries.js';
+import type { InboxWriter } from '../inbox/group-commit.js';
+import type { OnErrorHook } from '../events/event-error.js';
+import { createIngress, type Ingress, type NodeWebhookHandler } from '../ingress/ingress.js';
+import { staticSecrets, type SecretProvider } from '../secrets/secret-provider.js';
+import type { SignedPayloadScheme } from '../signature/index.js';
+import { silentLogger, type Logger } from '../logging/logger.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { compareWithService, type ProjectionDifference, type ServiceCorrespondence } from '../projection/compare.js';
+import { getProjectedCorrespondence, listOpenCorrespondenceIds, type ProjectedCorrespondence } from '../projection/read.js';
+import type { WorkerOptions } from '../worker/options.js';
+import { createWorker, type DrainResult } from '../worker/worker.js';
 
 export interface PostroomOptions<Api = unknown> {
   /** The store ingress writes to (Postgres, or the embedded store for development). Run `migrate(db)` first. */
@@ -28,10 +27,17 @@ export interface PostroomOptions<Api = unknown> {
   api?: Api;
   worker?: Partial<WorkerOptions>;
   workerId?: string;
-  /** Signing secrets for router(): the endpoint's secret(s), or a provider (per-endpoint secrets). */
+  /** Signing secrets for router() and handler(): the endpoint's secret(s), or a provider (per-endpoint secrets). */
   secrets?: readonly string[] | SecretProvider;
+  /**
+   * Error reporting, like octokit's onError: called with a coded EventError and its
+   * context when a handler fails, an event goes dead or one is quarantined (by the
+   * worker, or by this instance's router()/handler()), after the outcome is committed.
+   */
+  onError?: OnErrorHook;
 }
 
+/** Receiving options of router() and handler(); each defaults as the standalone server does. */
 export interface PostroomRouterOptions {
   /** Overrides the secrets given to createPostroom. */
   secrets?: readonly string[] | SecretProvider;
@@ -41,6 +47,11 @@ export interface PostroomRouterOptions {
   ackTimeoutMs?: number;
   /** Rows per group-commit flush. */
   maxBatch?: number;
+}
+
+export interface PostroomHandlerOptions extends PostroomRouterOptions {
+  /** The path the handler answers (default `/webhooks`, and `/webhooks/{endpoint_id}`). */
+  path?: string;
 }
 
 export interface Postroom<Api = unknown> {
@@ -57,14 +68,18 @@ export interface Postroom<Api = unknown> {
    * `app.use('/hooks', postroom.router())`, mounted before any express.json().
    */
   router(options?: PostroomRouterOptions): express.Router;
+  /**
+   * The same webhook route as a plain Node listener, for any framework or none:
+   * `http.createServer(postroom.handler())`, or `postroom.handler()(req, res, next)`
+   * in front of another app (it calls `next` for paths that are not its own).
+   */
+  handler(options?: PostroomHandlerOptions): NodeWebhookHandler;
   /** Starts the worker loops (LISTEN + polling). */
   start(): Promise<void>;
   /** Finishes handlers in flight within the deadline and releases the rest; flushes the routers' pending writes. */
   stop(deadlineMs?: number): Promise<void>;
   /** Processes until nothing is runnable right now, in the caller's loop. */
   drain(options?: { maxBatches?: number }): Promise<DrainResult>;
-  readonly worker: Worker;
-  readonly registry: HandlerRegistry<Api>;
   /** The correspondence read model. */
   readonly projection: {
     get(correspondenceId: string): Promise<ProjectedCorrespondence | undefined>;
@@ -96,12 +111,26 @@ export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Po
     ...(options.api === undefined ? {} : { api: options.api }),
     ...(options.worker ? { options: options.worker } : {}),
     ...(options.workerId ? { workerId: options.workerId } : {}),
+    onError: options.onError,
   });
 
   const writers: InboxWriter[] = [];
   // The reconciler reads which types are consumed from the store (it may run in another process).
   let consumptionRecorded: Promise<void> | undefined;
   const recordOnce = (): Promise<void> => (consumptionRecorded ??= recordConsumption(options.db, registry.consumption()));
+
+  /** One ingress (its own group-commit writer, flushed by stop()) per router() or handler() call. */
+  const receive = (receiveOptions: PostroomHandlerOptions): Ingress => {
+    const given = receiveOptions.secrets ?? options.secrets;
+    if (!given || (Array.isArray(given) && given.length === 0)) {
+      throw new ConfigError('secrets', 'router() and handler() need the webhook signing secret(s): createPostroom({ db, secrets: [process.env.POSTROOM_WEBHOOK_SECRET] })');
+    }
+    const secrets = Array.isArray(given) ? staticSecrets(given) : (given as SecretProvider);
+    const { secrets: _given, ...tuning } = receiveOptions;
+    const ingress = createIngress({ db: options.db, logger, metrics: options.metrics, secrets, onError: options.onError, ...tuning });
+    writers.push(ingress.writer);
+    return ingress;
+  };
 
   const postroom: Postroom<Api> = {
     on(type, handler) {
@@ -121,25 +150,10 @@ export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Po
       return postroom;
     },
     router(routerOptions = {}) {
-      const given = routerOptions.secrets ?? options.secrets;
-      if (!given || (Array.isArray(given) && given.length === 0)) {
-        throw new ConfigError('secrets', 'router() needs the webhook signing secret(s): createPostroom({ db, secrets: [process.env.POSTROOM_WEBHOOK_SECRET] })');
-      }
-      const secrets = Array.isArray(given) ? staticSecrets(given) : (given as SecretProvider);
-      const ackTimeoutMs = routerOptions.ackTimeoutMs ?? 5000;
-      // A flush past the ack budget is abandoned with its connection; the next one runs on another.
-      const writer = createInboxWriter({ db: options.db, logger, maxBatch: routerOptions.maxBatch ?? 256, flushTimeoutMs: ackTimeoutMs });
-      writers.push(writer);
-      const core = createIngressCore({
-        writer,
-        secrets,
-        clock: systemClock,
-        logger,
-        toleranceSeconds: routerOptions.toleranceSeconds ?? 300,
-        scheme: routerOptions.scheme ?? 'body',
-        ackTimeoutMs,
-      });
-      return createIngressRouter({ core, logger, maxBodyBytes: routerOptions.maxBodyBytes ?? 1024 * 1024, ...(options.metrics ? { metrics: options.metrics } : {}) });
+      return receive(routerOptions).router;
+    },
+    handler(handlerOptions = {}) {
+      return receive(handlerOptions).handler;
     },
     async start() {
       await recordOnce();
@@ -153,8 +167,6 @@ export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Po
       await recordOnce();
       return worker.drain(o);
     },
-    worker,
-    registry,
     projection: {
       get: (id) => getProjectedCorrespondence(options.db, id),
       listOpen: (o) => listOpenCorrespondenceIds(options.db, o),

@@ -1,15 +1,15 @@
-import type { Component, ComponentDeps } from '../app/server.js';
+import type { Component, ComponentDeps } from '../lifecycle/component.js';
 import { createApiClientFromConfig } from '../client/from-config.js';
 import type { ApiClient } from '../client/client.js';
 import type { Role } from '../config/config.js';
 import { openDb } from '../db/open.js';
 import type { Db } from '../db/types.js';
 import { ConfigError } from '../errors.js';
-import { createPostroom, type Postroom } from '../postroom.js';
+import { createPostroom, type Postroom } from './postroom.js';
 import { sentLedger } from '../reconciler/state-queries.js';
-import { createForwarder, type Forwarder } from './forwarder.js';
+import { createForwarder, type Forwarder } from '../worker/forwarder.js';
 import { loadHandlerModule } from './handler-module.js';
-import { workerOptionsFromConfig } from './options.js';
+import { workerOptionsFromConfig } from '../worker/options.js';
 
 export interface WorkerComponentOptions extends ComponentDeps {
   /** `--handlers <module>`, resolved against cwd. */

@@ -1,0 +1,88 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPostroom } from '../../src/app/postroom.js';
+import { EventError, PostroomError, type EventErrorContext } from '../../src/index.js';
+import { openDefaultTestStore, type TestStore } from '../support/db.js';
+import { makeEvent, postEvent } from '../support/events.js';
+
+const SECRET = 'whsec_on_error_0123456789abcdef';
+
+/** onError, like octokit's: a coded error and its context for each handler failure, dead event and quarantined event. */
+describe('createPostroom({ onError })', () => {
+  let store: TestStore;
+  beforeAll(async () => {
+    store = await openDefaultTestStore();
+  });
+  afterAll(async () => {
+    await store?.cleanup();
+  });
+
+  it('reports a failing handler on each attempt, then the event going dead, with the handler error as cause', async () => {
+    const reported: Array<{ error: EventError; context: EventErrorContext }> = [];
+    const postroom = createPostroom({
+      db: store.db,
+      secrets: [SECRET],
+      worker: { listen: false, maxAttempts: 2, retryBackoff: { baseMs: 0, maxMs: 0 } },
+      onError: (error, context) => void reported.push({ error, context }),
+    });
+    const boom = new Error('downstream refused');
+    postroom.on('participant.acted', () => {
+      throw boom;
+    });
+    const server = http.createServer(postroom.handler());
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const event = makeEvent({ type: 'participant.acted' });
+      const res = await postEvent(`http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`, event, { secret: SECRET });
+      expect(res.body).toEqual({ status: 'accepted' });
+      await postroom.drain();
+      expect(reported.map((r) => [r.error.code, r.context.status, r.context.attempt, r.context.source])).toEqual([
+        ['handler_failed', 'failed', 1, 'worker'],
+        ['event_dead', 'dead', 2, 'worker'],
+      ]);
+      for (const { error, context } of reported) {
+        expect(error).toBeInstanceOf(EventError);
+        expect(error).toBeInstanceOf(PostroomError);
+        expect(error.cause).toBe(boom);
+        expect(context).toMatchObject({ eventId: event.event_id, type: 'participant.acted' });
+      }
+      expect(reported[0]!.context.retryInMs).toBe(0);
+      expect(reported[1]!.context.retryInMs).toBeNull();
+    } finally {
+      await new Promise((r) => server.close(r));
+      await postroom.stop(1000);
+    }
+  });
+
+  it('reports quarantine by ingress (a signed body that is not an envelope) and by the worker (data the catalogue refuses); a throwing hook changes nothing', async () => {
+    const reported: Array<[string, string, string]> = [];
+    const postroom = createPostroom({
+      db: store.db,
+      secrets: [SECRET],
+      worker: { listen: false },
+      onError: (error, context) => {
+        reported.push([error.code, context.status, context.source]);
+        throw new Error('the reporter is down');
+      },
+    });
+    const server = http.createServer(postroom.handler());
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`;
+    try {
+      const notEnvelope = await postEvent(url, null, { secret: SECRET, body: '{"event_id":"evt_q_1","type":"participant.acted"}' });
+      expect(notEnvelope.body).toEqual({ status: 'quarantined' });
+      const badData = makeEvent({ type: 'participant.acted', data: { correspondence_id: 'cor_q' } });
+      expect((await postEvent(url, badData, { secret: SECRET })).body).toEqual({ status: 'accepted' });
+      const drained = await postroom.drain();
+      expect(drained.by_status).toEqual({ quarantined: 1 });
+      expect(reported).toEqual([
+        ['event_quarantined', 'quarantined', 'ingress'],
+        ['event_quarantined', 'quarantined', 'worker'],
+      ]);
+    } finally {
+      await new Promise((r) => server.close(r));
+      await postroom.stop(1000);
+    }
+  });
+});
