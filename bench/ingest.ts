@@ -59,6 +59,8 @@ export async function benchIngest(options: { seconds?: number; connections?: num
   const setup = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
   await migrate(setup);
   await setup.exec('CREATE TABLE ref_pk (event_id text PRIMARY KEY, body bytea NOT NULL); CREATE TABLE ref_naive (event_id text PRIMARY KEY, body bytea NOT NULL)');
+  // The reference receivers and the counts use plain connections: point them at postroom's schema, where the tables are.
+  const refUrl = `${database.url}${database.url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${setup.schema}`)}`;
   const port = 18_500 + Math.floor(Math.random() * 1000);
   const hook = `http://127.0.0.1:${port}/webhooks`;
   const variants: Variant[] = [
@@ -76,13 +78,13 @@ export async function benchIngest(options: { seconds?: number; connections?: num
     for (let r = 0; r < runs; r++) {
       for (const v of variants) {
         const countSql = v.table === 'inbox' ? 'SELECT count(*) AS n FROM inbox' : `SELECT count(*) AS n FROM ${v.table}`;
-        const before = v.table ? await count(database.url, countSql) : 0;
+        const before = v.table ? await count(refUrl, countSql) : 0;
         const reqs = writeRequests(budget, SECRET, 0);
-        const child = await v.start(port, database.url);
+        const child = await v.start(port, v.key === 'ingress' ? database.url : refUrl);
         const rss = sampleRss(child.pid!);
         try {
           const w = await runWrk(hook, reqs.file, { connections, seconds });
-          const stored = v.table ? (await count(database.url, countSql)) - before : w.requests - w.non2xx;
+          const stored = v.table ? (await count(refUrl, countSql)) - before : w.requests - w.non2xx;
           results.get(v.key)!.push({ accepted: stored / w.durationS, reqs: w.requests / w.durationS, p50: w.p50Ms, p99: w.p99Ms, max: w.maxMs, errors: w.non2xx + w.socketErrors + w.timeouts, rss: rss.stop() });
         } finally {
           rss.stop();
