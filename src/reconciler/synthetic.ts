@@ -199,22 +199,6 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
         synthetic_event_id: actedId,
         detail: `participant ${p.participant_id} acted "${lastAct}" at ${at}; participant.acted written`,
       });
-      // Acts between the last one postroom saw and this one are superseded: the file shows only the latest.
-      const from = mineAt !== null ? mineAt + 1 : (created ?? 0);
-      if (from < lastActAt) {
-        explain({
-          event_type: 'participant.acted',
-          participant_id: p.participant_id,
-          window_from: new Date(from),
-          window_to: new Date(lastActAt - 1),
-          anchor: new Date(lastActAt - 1),
-          exact: false,
-          outcome: 'state_synced',
-          single: false,
-          synthetic_event_id: actedId,
-          detail: `an earlier act of participant ${p.participant_id}, superseded by "${lastAct}" at ${at}: the file shows only the latest act, so it cannot be reproduced`,
-        });
-      }
     } else if (becameDelivered) {
       actedId = emit('participant.acted', lastChange, { participant_id: p.participant_id, act: 'delivered', ref: p.ref }, p.participant_id, 'delivered');
       explain({
@@ -240,7 +224,7 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
           outcome: 'state_synced',
           single: false,
           synthetic_event_id: actedId,
-          detail: `an act of participant ${p.participant_id} before its latest ("${lastAct}" at ${at}), which the read model has: the file shows only the latest act, so an earlier one cannot be reproduced`,
+          detail: `an act of participant ${p.participant_id} before its latest ("${lastAct}" at ${at}), which the read model has or was just given: the file shows only the latest act, so an earlier one cannot be reproduced`,
         },
         standing,
       );
