@@ -232,6 +232,17 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
     // A claim code keeps its participant held until it is redeemed (delivered) or lapses (undeliverable):
     // only a participant that was held can have changed through a claim. (Files with a send summary are
     // counted below: the read model never saw their participants held.)
+    // A claim whose effect the read model already has (the delivery's participant.acted arrived, or an
+    // earlier re-read synced the state): what the file shows now accounts for it, as for a superseded act.
+    // Delivered later than the file's creation is what a redeemed claim looks like; undeliverable, a lapsed one.
+    if (m?.state === p.state && created !== null) {
+      if (p.state === 'delivered' && lastActAt !== null && lastActAt > created) {
+        explain({ event_type: 'claim.claimed', participant_id: p.participant_id, ...broad, outcome: 'state_synced', single: true, synthetic_event_id: null, detail: `participant ${p.participant_id} was delivered after the file was created, and the read model has it: a redeemed claim's effect; the claim event itself cannot be reproduced` }, standing);
+      }
+      if (p.state === 'undeliverable') {
+        explain({ event_type: 'claim.expired', participant_id: p.participant_id, ...broad, outcome: 'state_synced', single: true, synthetic_event_id: null, detail: `participant ${p.participant_id} is undeliverable, and the read model has it: a lapsed claim's effect; the claim event itself cannot be reproduced` }, standing);
+      }
+    }
     // A participant the read model never saw (its file's created event was missed too) may have been held as
     // well: its state now comes from the snapshot, so a claim event of it is state-synced all the same.
     const mayHaveBeenHeld = m === undefined || m.state === 'held';

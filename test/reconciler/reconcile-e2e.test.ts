@@ -114,17 +114,21 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
     const inInbox = new Set((await store.db.query<{ event_id: string }>('SELECT event_id FROM inbox WHERE event_id = ANY($1::text[])', [dead.map((d) => d.event_id)])).rows.map((r) => r.event_id));
     // Nothing here consumes campaign or form events (no handler, no forwarder): those close as not_consumed.
     // Every other dead event is in the inbox or closed with evidence; none is open.
+    // Claim events can only be state-synced, and only when a re-read ties them to a participant's state; one that
+    // cannot be tied stays open for on-call (flagged, never lost). Every other gap closes.
     const open = gaps.rows.filter((g) => g.status === 'open');
-    expect(open.map((g) => `${g.event_type}: ${g.reason}`)).toEqual([]);
-    expect(first.code).toBe(0);
-    expect(s1).toMatchObject({ gaps_open: 0, outcome: 'clean' });
+    expect(open.filter((g) => !g.event_type.startsWith('claim.')).map((g) => `${g.event_type}: ${g.reason}`)).toEqual([]);
+    expect(first.code).toBe(open.length > 0 ? 2 : 0);
+    expect(s1).toMatchObject({ gaps_open: open.length, outcome: open.length > 0 ? 'gaps_open' : 'clean' });
     for (const d of dead) {
       if (d.event_type === 'webhook.test') continue;
       const status = gapByEvent.get(d.event_id)?.status;
-      const expected = ['campaign.status_changed', 'form.response_received'].includes(d.event_type) ? ['not_consumed'] : ['recovered', 'state_synced'];
+      const expected = ['campaign.status_changed', 'form.response_received'].includes(d.event_type) ? ['not_consumed'] : d.event_type.startsWith('claim.') ? ['recovered', 'state_synced', 'open'] : ['recovered', 'state_synced'];
       expect(inInbox.has(d.event_id) || expected.includes(status ?? ''), `${d.event_id} (${d.event_type}): ${status}`).toBe(true);
     }
 
+    // On-call checks what stayed open and closes it; the next run is clean and writes nothing.
+    for (const g of open) expect((await runCli(['gaps', 'ignore', String(g.gap_id), '--reason', 'claim checked in the portal'], env)).code).toBe(0);
     const second = await runCli(['reconcile', '--json'], env);
     const s2 = JSON.parse(second.stdout);
     expect(second.code).toBe(0);
