@@ -49,7 +49,9 @@ async function count(url: string, sql: string): Promise<number> {
 
 const postroomEnv = (url: string): Record<string, string> => ({ DATABASE_URL: url, POSTROOM_WEBHOOK_SECRETS: SECRET });
 
-export async function benchIngest(options: { seconds?: number; connections?: number; runs?: number; sustainSeconds?: number } = {}): Promise<Record<string, unknown>> {
+export async function benchIngest(
+  options: { seconds?: number; connections?: number; runs?: number; sustainSeconds?: number } = {},
+): Promise<Record<string, unknown>> {
   requireWrk();
   const seconds = options.seconds ?? 10;
   const connections = options.connections ?? 64;
@@ -58,16 +60,37 @@ export async function benchIngest(options: { seconds?: number; connections?: num
   const database = await benchDatabase();
   const setup = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
   await migrate(setup);
-  await setup.exec('CREATE TABLE ref_pk (event_id text PRIMARY KEY, body bytea NOT NULL); CREATE TABLE ref_naive (event_id text PRIMARY KEY, body bytea NOT NULL)');
+  await setup.exec(
+    'CREATE TABLE ref_pk (event_id text PRIMARY KEY, body bytea NOT NULL); CREATE TABLE ref_naive (event_id text PRIMARY KEY, body bytea NOT NULL)',
+  );
   // The reference receivers and the counts use plain connections: point them at postroom's schema, where the tables are.
   const refUrl = `${database.url}${database.url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${setup.schema}`)}`;
   const port = 18_500 + Math.floor(Math.random() * 1000);
   const hook = `http://127.0.0.1:${port}/webhooks`;
   const variants: Variant[] = [
-    { name: 'verify + parse, store nothing (ceiling)', key: 'ceiling', start: (p, u) => startReference('ceiling.mjs', [String(p), u, SECRET]) },
-    { name: 'naive: INSERT per request, pg.Pool 16', key: 'naive', table: 'ref_naive', start: (p, u) => startReference('naive.mjs', [String(p), u, SECRET]) },
-    { name: 'minimal group commit, primary-key-only table', key: 'gc_pk', table: 'ref_pk', start: (p, u) => startReference('group-commit.mjs', [String(p), u, SECRET, 'pk']) },
-    { name: "minimal group commit into postroom's inbox table", key: 'gc_inbox', table: 'inbox', start: (p, u) => startReference('group-commit.mjs', [String(p), u, SECRET, 'inbox']) },
+    {
+      name: 'verify + parse, store nothing (ceiling)',
+      key: 'ceiling',
+      start: (p, u) => startReference('ceiling.mjs', [String(p), u, SECRET]),
+    },
+    {
+      name: 'naive: INSERT per request, pg.Pool 16',
+      key: 'naive',
+      table: 'ref_naive',
+      start: (p, u) => startReference('naive.mjs', [String(p), u, SECRET]),
+    },
+    {
+      name: 'minimal group commit, primary-key-only table',
+      key: 'gc_pk',
+      table: 'ref_pk',
+      start: (p, u) => startReference('group-commit.mjs', [String(p), u, SECRET, 'pk']),
+    },
+    {
+      name: "minimal group commit into postroom's inbox table",
+      key: 'gc_inbox',
+      table: 'inbox',
+      start: (p, u) => startReference('group-commit.mjs', [String(p), u, SECRET, 'inbox']),
+    },
     { name: 'postroom serve --role ingress', key: 'ingress', table: 'inbox', start: (p, u) => startPostroom('ingress', p, postroomEnv(u)) },
   ];
   const results = new Map<string, Run[]>(variants.map((v) => [v.key, []]));
@@ -85,7 +108,15 @@ export async function benchIngest(options: { seconds?: number; connections?: num
         try {
           const w = await runWrk(hook, reqs.file, { connections, seconds });
           const stored = v.table ? (await count(refUrl, countSql)) - before : w.requests - w.non2xx;
-          results.get(v.key)!.push({ accepted: stored / w.durationS, reqs: w.requests / w.durationS, p50: w.p50Ms, p99: w.p99Ms, max: w.maxMs, errors: w.non2xx + w.socketErrors + w.timeouts, rss: rss.stop() });
+          results.get(v.key)!.push({
+            accepted: stored / w.durationS,
+            reqs: w.requests / w.durationS,
+            p50: w.p50Ms,
+            p99: w.p99Ms,
+            max: w.maxMs,
+            errors: w.non2xx + w.socketErrors + w.timeouts,
+            rss: rss.stop(),
+          });
         } finally {
           rss.stop();
           await stop(child);
@@ -163,7 +194,9 @@ export async function benchIngest(options: { seconds?: number; connections?: num
     'ingress / verify-only ceiling': get('ingress') / get('ceiling'),
   };
   if (sustain) ratios['serve (all roles) / ingress'] = (sustain['req/s'] as number) / get('ingress');
-  console.log(`\nIngest: ${connections} connections, ${seconds} s per run, ${runs} interleaved runs per receiver (medians), unique signed events`);
+  console.log(
+    `\nIngest: ${connections} connections, ${seconds} s per run, ${runs} interleaved runs per receiver (medians), unique signed events`,
+  );
   table(rows, ['receiver', 'accepted/s', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'RSS MiB', 'req/s runs', 'p99 runs']);
   if (sustain) {
     console.log(`\npostroom serve (ingress, worker with the projection, reconciler off) for ${sustainSeconds} s`);
@@ -174,6 +207,10 @@ export async function benchIngest(options: { seconds?: number; connections?: num
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const result = await benchIngest({ seconds: Number(process.env.BENCH_SECONDS ?? 10), runs: Number(process.env.BENCH_RUNS ?? 3), sustainSeconds: Number(process.env.BENCH_SUSTAIN_SECONDS ?? 60) });
+  const result = await benchIngest({
+    seconds: Number(process.env.BENCH_SECONDS ?? 10),
+    runs: Number(process.env.BENCH_RUNS ?? 3),
+    sustainSeconds: Number(process.env.BENCH_SUSTAIN_SECONDS ?? 60),
+  });
   console.log(`\nwrote ${writeResult('ingest', result)}`);
 }

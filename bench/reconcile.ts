@@ -32,7 +32,11 @@ function cli(args: string[], env: Record<string, string>) {
 }
 
 async function control(base: string, method: string, p: string, body?: unknown): Promise<Record<string, unknown>> {
-  const res = await request(`${base}${p}`, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await request(`${base}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const json = (await res.body.json()) as Record<string, unknown>;
   if (res.statusCode >= 300) throw new Error(`${method} ${p}: ${res.statusCode} ${JSON.stringify(json)}`);
   return json;
@@ -60,16 +64,32 @@ export async function benchReconcile(options: { counts?: number[] } = {}): Promi
         await migrate(db);
         await db.close();
         const ep = await control(base, 'POST', '/sandbox/endpoints', { url: 'http://127.0.0.1:9/never' });
-        await control(base, 'POST', '/sandbox/seed-deliveries', { endpoint_id: ep.endpoint_id, count, status: 'dead', event_type: 'participant.acted' });
+        await control(base, 'POST', '/sandbox/seed-deliveries', {
+          endpoint_id: ep.endpoint_id,
+          count,
+          status: 'dead',
+          event_type: 'participant.acted',
+        });
         const started = performance.now();
-        const run = cli(['reconcile', '--endpoint', String(ep.endpoint_id), '--json'], { DATABASE_URL: database.url, POSTROOM_API_BASE_URL: base, POSTROOM_API_KEY: KEY });
+        const run = cli(['reconcile', '--endpoint', String(ep.endpoint_id), '--json'], {
+          DATABASE_URL: database.url,
+          POSTROOM_API_BASE_URL: base,
+          POSTROOM_API_KEY: KEY,
+        });
         const rss = sampleRss(run.child.pid!, 50);
         await run.exited;
         const peak = rss.stop();
         const seconds = (performance.now() - started) / 1000;
         const summary = JSON.parse(run.out()) as { deliveries_scanned: number; pages: number; gaps_found: number };
         if (summary.deliveries_scanned !== count) throw new Error(`scanned ${summary.deliveries_scanned}, expected ${count}: ${run.err()}`);
-        rows.push({ 'dead deliveries': count, pages: summary.pages, 'gaps written': summary.gaps_found, seconds, 'deliveries/s': Math.round(count / seconds), 'peak RSS MiB': Math.round(peak) });
+        rows.push({
+          'dead deliveries': count,
+          pages: summary.pages,
+          'gaps written': summary.gaps_found,
+          seconds,
+          'deliveries/s': Math.round(count / seconds),
+          'peak RSS MiB': Math.round(peak),
+        });
       } finally {
         await database.drop();
       }
@@ -79,9 +99,13 @@ export async function benchReconcile(options: { counts?: number[] } = {}): Promi
     await sandbox.exited;
   }
   const growth = (rows[rows.length - 1]!['peak RSS MiB'] as number) / (rows[0]!['peak RSS MiB'] as number);
-  console.log('\nReconcile: `postroom reconcile` walking dead deliveries from the sandbox (separate processes), page size 200, every delivery a new gap');
+  console.log(
+    '\nReconcile: `postroom reconcile` walking dead deliveries from the sandbox (separate processes), page size 200, every delivery a new gap',
+  );
   table(rows, ['dead deliveries', 'pages', 'gaps written', 'seconds', 'deliveries/s', 'peak RSS MiB']);
-  console.log(`peak RSS ${counts[counts.length - 1]!.toLocaleString('en-US')} / ${counts[0]!.toLocaleString('en-US')}        ${growth.toFixed(2)}x`);
+  console.log(
+    `peak RSS ${counts[counts.length - 1]!.toLocaleString('en-US')} / ${counts[0]!.toLocaleString('en-US')}        ${growth.toFixed(2)}x`,
+  );
   return { rows, ratios: { 'peak RSS, largest / smallest': growth } };
 }
 

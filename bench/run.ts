@@ -14,8 +14,11 @@ const only = process.argv[2];
 const started = Date.now();
 const results: Record<string, unknown> = {};
 if (!only || only === 'verify') results.verify = await benchVerify();
-if (!only || only === 'ingest') results.ingest = await benchIngest({ seconds: Number(process.env.BENCH_SECONDS ?? 10), runs: Number(process.env.BENCH_RUNS ?? 3) });
+if (!only || only === 'ingest')
+  results.ingest = await benchIngest({ seconds: Number(process.env.BENCH_SECONDS ?? 10), runs: Number(process.env.BENCH_RUNS ?? 3) });
 if (!only || only === 'worker') results.worker = await benchWorker({ events: Number(process.env.BENCH_EVENTS ?? 50_000) });
 if (!only || only === 'reconcile') results.reconcile = await benchReconcile();
 if (!only || only === 'scale') results.scale = await benchScale({ large: Number(process.env.BENCH_SCALE_ROWS ?? 10_000_000) });
-console.log(`\nwrote ${writeResult('all', { command: `npm run bench${only ? ` -- ${only}` : ''}`, durationS: (Date.now() - started) / 1000, ...results })}`);
+console.log(
+  `\nwrote ${writeResult('all', { command: `npm run bench${only ? ` -- ${only}` : ''}`, durationS: (Date.now() - started) / 1000, ...results })}`,
+);

@@ -80,11 +80,16 @@ async function measure(db: Db, url: string, rows: number, seconds: number): Prom
   );
   // As autovacuum would have by now: the ingested rows just finished leave dead entries in the partial indexes.
   await db.exec('VACUUM ANALYZE inbox');
-  out['claim 100 ms'] = await timeMs(() => claimBatch(db, { workerId: `bench-${rows}`, limit: 100, leaseSeconds: 60, orderingHoldSeconds: 60 }), 8);
+  out['claim 100 ms'] = await timeMs(
+    () => claimBatch(db, { workerId: `bench-${rows}`, limit: 100, leaseSeconds: 60, orderingHoldSeconds: 60 }),
+    8,
+  );
   out['inbox stats ms'] = await timeMs(() => inboxStats(db), 10);
   const ids = Array.from({ length: 200 }, (_, i) => (i % 2 ? `evt_missing_${i}` : `evt_${i}`));
   out['reconcile/audit page lookup ms'] = await timeMs(() => eventIdsInInbox(db, ids), 20);
-  await db.query(`UPDATE inbox SET status = 'processed', processed_at = now(), locked_by = NULL, locked_until = NULL WHERE status IN ('received', 'processing')`);
+  await db.query(
+    `UPDATE inbox SET status = 'processed', processed_at = now(), locked_by = NULL, locked_until = NULL WHERE status IN ('received', 'processing')`,
+  );
   return out;
 }
 
@@ -112,7 +117,9 @@ export async function benchScale(options: { small?: number; large?: number; seco
   }
   const keys = Object.keys(rows[0]!).filter((k) => k !== 'inbox rows');
   const ratios = Object.fromEntries(keys.map((k) => [k, k.includes('req/s') ? rows[0]![k]! / rows[1]![k]! : rows[1]![k]! / rows[0]![k]!]));
-  console.log(`\nScale: the same measurements at ${small.toLocaleString('en-US')} and ${large.toLocaleString('en-US')} inbox rows (grown in ${Math.round(growSeconds)} s), medians`);
+  console.log(
+    `\nScale: the same measurements at ${small.toLocaleString('en-US')} and ${large.toLocaleString('en-US')} inbox rows (grown in ${Math.round(growSeconds)} s), medians`,
+  );
   table(rows, ['inbox rows', ...keys]);
   console.log('cost at the large size / at the small size (target ≤ 1.25; for ingest, small rate / large rate):');
   for (const [k, v] of Object.entries(ratios)) console.log(`  ${k.padEnd(34)} ${v.toFixed(2)}x`);
@@ -120,6 +127,9 @@ export async function benchScale(options: { small?: number; large?: number; seco
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const result = await benchScale({ large: Number(process.env.BENCH_SCALE_ROWS ?? 10_000_000), seconds: Number(process.env.BENCH_SECONDS ?? 10) });
+  const result = await benchScale({
+    large: Number(process.env.BENCH_SCALE_ROWS ?? 10_000_000),
+    seconds: Number(process.env.BENCH_SECONDS ?? 10),
+  });
   console.log(`\nwrote ${writeResult('scale', result)}`);
 }

@@ -20,9 +20,28 @@ const ACTS = ['delivered', 'read', 'approved', 'signed'];
 function event(i: number, correspondences: number): NewInboxEvent {
   const cid = `cor_${i % correspondences}`;
   const at = new Date(Date.UTC(2026, 10, 20, 10, 0, 0, i)).toISOString();
-  const body = { event_id: `evt_${randomUUID()}`, type: 'participant.acted', at, data: { correspondence_id: cid, participant_id: `par_${i % 3}`, act: ACTS[i % 4], ref: `emp-${i % 3}` } };
+  const body = {
+    event_id: `evt_${randomUUID()}`,
+    type: 'participant.acted',
+    at,
+    data: { correspondence_id: cid, participant_id: `par_${i % 3}`, act: ACTS[i % 4], ref: `emp-${i % 3}` },
+  };
   const json = JSON.stringify(body);
-  return { eventId: body.event_id, type: body.type, occurredAt: at, payloadJson: json, rawBody: Buffer.from(json), signatureHeader: null, headers: null, endpointId: null, source: 'webhook', correspondenceId: cid, secretIndex: null, status: 'received', lastError: null };
+  return {
+    eventId: body.event_id,
+    type: body.type,
+    occurredAt: at,
+    payloadJson: json,
+    rawBody: Buffer.from(json),
+    signatureHeader: null,
+    headers: null,
+    endpointId: null,
+    source: 'webhook',
+    correspondenceId: cid,
+    secretIndex: null,
+    status: 'received',
+    lastError: null,
+  };
 }
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
@@ -33,7 +52,9 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promis
   }
 }
 
-export async function benchWorker(options: { events?: number; correspondences?: number; concurrency?: number } = {}): Promise<Record<string, unknown>> {
+export async function benchWorker(
+  options: { events?: number; correspondences?: number; concurrency?: number } = {},
+): Promise<Record<string, unknown>> {
   const n = options.events ?? 50_000;
   const correspondences = options.correspondences ?? 5_000;
   const concurrency = options.concurrency ?? 4;
@@ -42,7 +63,11 @@ export async function benchWorker(options: { events?: number; correspondences?: 
   try {
     const setup = createPgDb({ url: database.url, poolSize: 2, logger: silentLogger() });
     await migrate(setup);
-    for (let i = 0; i < n; i += 1000) await insertInboxBatch(setup, Array.from({ length: Math.min(1000, n - i) }, (_, k) => event(i + k, correspondences)));
+    for (let i = 0; i < n; i += 1000)
+      await insertInboxBatch(
+        setup,
+        Array.from({ length: Math.min(1000, n - i) }, (_, k) => event(i + k, correspondences)),
+      );
     await setup.exec('VACUUM ANALYZE inbox');
 
     // postroom: the worker as `serve` runs it, with the projection, a no-op user handler.
@@ -52,11 +77,20 @@ export async function benchWorker(options: { events?: number; correspondences?: 
     const rss = sampleRss(process.pid);
     let started = performance.now();
     await postroom.start();
-    await waitFor(async () => (await setup.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbox WHERE status = 'processed'`)).rows[0]!.n >= n, 600_000);
+    await waitFor(
+      async () => (await setup.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbox WHERE status = 'processed'`)).rows[0]!.n >= n,
+      600_000,
+    );
     let seconds = (performance.now() - started) / 1000;
     await postroom.stop(5000);
     await db.close();
-    rows.push({ worker: `postroom (projection on, ${concurrency} loops, batch 100)`, events: n, seconds, 'events/s': Math.round(n / seconds), 'RSS MiB': Math.round(rss.stop()) });
+    rows.push({
+      worker: `postroom (projection on, ${concurrency} loops, batch 100)`,
+      events: n,
+      seconds,
+      'events/s': Math.round(n / seconds),
+      'RSS MiB': Math.round(rss.stop()),
+    });
     const participants = (await setup.query<{ n: number }>('SELECT count(*)::int AS n FROM participant_projection')).rows[0]!.n;
     await setup.close();
 
@@ -84,10 +118,18 @@ export async function benchWorker(options: { events?: number; correspondences?: 
     await waitFor(async () => done >= n, 600_000);
     seconds = (performance.now() - started) / 1000;
     await runner.stop();
-    rows.push({ worker: `graphile-worker 0.16 (no-op task, concurrency ${concurrency})`, events: n, seconds, 'events/s': Math.round(n / seconds), 'RSS MiB': Math.round(rss2.stop()) });
+    rows.push({
+      worker: `graphile-worker 0.16 (no-op task, concurrency ${concurrency})`,
+      events: n,
+      seconds,
+      'events/s': Math.round(n / seconds),
+      'RSS MiB': Math.round(rss2.stop()),
+    });
 
     const ratio = (rows[0]!['events/s'] as number) / (rows[1]!['events/s'] as number);
-    console.log(`\nWorker: drain ${n.toLocaleString('en-US')} received events over ${correspondences.toLocaleString('en-US')} correspondences (postroom projected ${participants} participants)`);
+    console.log(
+      `\nWorker: drain ${n.toLocaleString('en-US')} received events over ${correspondences.toLocaleString('en-US')} correspondences (postroom projected ${participants} participants)`,
+    );
     table(rows, ['worker', 'events', 'seconds', 'events/s', 'RSS MiB']);
     console.log(`postroom / graphile-worker             ${ratio.toFixed(2)}x`);
     return { events: n, correspondences, concurrency, rows, ratios: { 'postroom / graphile-worker': ratio } };

@@ -22,9 +22,24 @@ const ENTRIES = [
 
 let failed = false;
 try {
-  execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', path.join(root, 'tsconfig.build.json'), '--emitDeclarationOnly', '--declarationMap', 'false', '--sourceMap', 'false', '--outDir', dts], {
-    stdio: 'inherit',
-  });
+  execFileSync(
+    process.execPath,
+    [
+      path.join(root, 'node_modules/typescript/bin/tsc'),
+      '-p',
+      path.join(root, 'tsconfig.build.json'),
+      '--emitDeclarationOnly',
+      '--declarationMap',
+      'false',
+      '--sourceMap',
+      'false',
+      '--outDir',
+      dts,
+    ],
+    {
+      stdio: 'inherit',
+    },
+  );
   for (const { entry, report } of ENTRIES) {
     const config = ExtractorConfig.prepare({
       configObject: {

@@ -14,7 +14,9 @@ export class PostroomError extends Error {
   }
 
   toJSON(): { code: string; message: string; details?: Record<string, unknown> } {
-    return this.details ? { code: this.code, message: this.message, details: { ...this.details } } : { code: this.code, message: this.message };
+    return this.details
+      ? { code: this.code, message: this.message, details: { ...this.details } }
+      : { code: this.code, message: this.message };
   }
 }
 

@@ -51,7 +51,13 @@ export {
 } from './events/catalogue.js';
 
 // The correspondence projection's types (read it through createPostroom().projection).
-export type { ProjectedCorrespondence, ProjectedParticipant, ProjectionDifference, SendSummary, ServiceCorrespondence } from './projection/index.js';
+export type {
+  ProjectedCorrespondence,
+  ProjectedParticipant,
+  ProjectionDifference,
+  SendSummary,
+  ServiceCorrespondence,
+} from './projection/index.js';
 export { COMPARED_FIELDS, COMPARED_PARTICIPANT_FIELDS, type ComparedField, type ComparedParticipantField } from './projection/compare.js';
 
 // The store.

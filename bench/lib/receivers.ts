@@ -6,7 +6,9 @@ export const ROOT = path.dirname(BENCH_DIR);
 
 /** A reference receiver (.mjs) as plain Node: no TypeScript loader between it and the measurement. */
 export async function startReference(script: string, args: string[]): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [path.join(BENCH_DIR, 'receivers', script), ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = spawn(process.execPath, [path.join(BENCH_DIR, 'receivers', script), ...args], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   await new Promise<void>((resolve, reject) => {
     child.once('message', () => resolve());
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
@@ -16,11 +18,15 @@ export async function startReference(script: string, args: string[]): Promise<Ch
 
 /** `postroom serve` from the compiled CLI, as users run it; ready once /healthz answers. */
 export async function startPostroom(role: 'ingress' | 'all', port: number, env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/postroom.js'), 'serve', '--role', role, '--no-migrate', '--port', String(port)], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [path.join(ROOT, 'bin/postroom.js'), 'serve', '--role', role, '--no-migrate', '--port', String(port)],
+    {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   const until = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`postroom serve --role ${role} exited with ${child.exitCode}`);

@@ -32,7 +32,12 @@ export function writeRequests(count: number, secret: string, duplicateShare: num
       line = sent[(i * 31) % sent.length]!;
     } else {
       const id = `evt_${randomUUID()}`;
-      const body = JSON.stringify({ event_id: id, type: 'participant.acted', at: new Date().toISOString(), data: { correspondence_id: `cor_${i % 500}`, participant_id: `par_${i % 7}`, act: 'read', ref: `emp-${i % 1000}` } });
+      const body = JSON.stringify({
+        event_id: id,
+        type: 'participant.acted',
+        at: new Date().toISOString(),
+        data: { correspondence_id: `cor_${i % 500}`, participant_id: `par_${i % 7}`, act: 'read', ref: `emp-${i % 1000}` },
+      });
       line = [id, sign({ secret, body, timestamp: t }), body];
       unique++;
       if (sent.length < 50_000) sent.push(line);
@@ -77,7 +82,11 @@ export async function runWrk(url: string, requestsFile: string, options: { conne
   const script = path.join(os.tmpdir(), `postroom-bench-${randomUUID()}.lua`);
   fs.writeFileSync(script, LUA(requestsFile));
   try {
-    const { stdout } = await run('wrk', ['-t1', `-c${options.connections}`, `-d${options.seconds}s`, '--timeout', '10s', '-s', script, url], { maxBuffer: 10 * 1024 * 1024 });
+    const { stdout } = await run(
+      'wrk',
+      ['-t1', `-c${options.connections}`, `-d${options.seconds}s`, '--timeout', '10s', '-s', script, url],
+      { maxBuffer: 10 * 1024 * 1024 },
+    );
     const line = stdout.split('\n').find((l) => l.startsWith('WRKJSON '));
     if (!line) throw new Error(`wrk printed no summary:\n${stdout}`);
     const j = JSON.parse(line.slice(8)) as Record<string, number>;

@@ -5,5 +5,12 @@ import { answer, readVerified } from './verify.mjs';
 
 const [port, , secret] = process.argv.slice(2);
 http
-  .createServer((req, res) => readVerified(req, secret, () => answer(res, 200), (s) => answer(res, s)))
+  .createServer((req, res) =>
+    readVerified(
+      req,
+      secret,
+      () => answer(res, 200),
+      (s) => answer(res, s),
+    ),
+  )
   .listen(Number(port), '127.0.0.1', () => process.send?.('ready'));

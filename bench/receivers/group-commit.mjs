@@ -27,8 +27,20 @@ async function flush() {
     const rows = batch.filter((w) => !seen.has(w.event.event_id) && seen.add(w.event.event_id));
     const ids = rows.map((w) => w.event.event_id);
     const bodies = rows.map((w) => w.body.toString('base64'));
-    const params = table === 'inbox' ? [ids, rows.map((w) => w.event.type), rows.map((w) => w.event.at), bodies, rows.map((w) => w.event.data?.correspondence_id ?? null)] : [ids, bodies];
-    const status = await client.query(SQL, params).then(() => 200, () => 503);
+    const params =
+      table === 'inbox'
+        ? [
+            ids,
+            rows.map((w) => w.event.type),
+            rows.map((w) => w.event.at),
+            bodies,
+            rows.map((w) => w.event.data?.correspondence_id ?? null),
+          ]
+        : [ids, bodies];
+    const status = await client.query(SQL, params).then(
+      () => 200,
+      () => 503,
+    );
     for (const w of batch) answer(w.res, status);
   }
   flushing = false;

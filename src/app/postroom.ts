@@ -123,7 +123,10 @@ export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Po
   const receive = (receiveOptions: PostroomHandlerOptions): Ingress => {
     const given = receiveOptions.secrets ?? options.secrets;
     if (!given || (Array.isArray(given) && given.length === 0)) {
-      throw new ConfigError('secrets', 'router() and handler() need the webhook signing secret(s): createPostroom({ db, secrets: [process.env.POSTROOM_WEBHOOK_SECRET] })');
+      throw new ConfigError(
+        'secrets',
+        'router() and handler() need the webhook signing secret(s): createPostroom({ db, secrets: [process.env.POSTROOM_WEBHOOK_SECRET] })',
+      );
     }
     const secrets = Array.isArray(given) ? staticSecrets(given) : (given as SecretProvider);
     const { secrets: _given, ...tuning } = receiveOptions;

@@ -57,7 +57,9 @@ export function createReadiness(db: Db, options: ReadinessOptions = {}): Readine
         }),
       ]);
       migrationsCurrent = status.current;
-      checks.migrations = status.current ? { ok: true } : { ok: false, detail: `${status.pending.length} pending; run \`postroom migrate\`` };
+      checks.migrations = status.current
+        ? { ok: true }
+        : { ok: false, detail: `${status.pending.length} pending; run \`postroom migrate\`` };
     } catch (err) {
       checks.migrations = { ok: false, detail: describeError(err) };
     } finally {
@@ -78,7 +80,10 @@ export function createReadiness(db: Db, options: ReadinessOptions = {}): Readine
         const budget = options.ackBudgetMs ?? 5000;
         checks.writer =
           stalled > budget
-            ? { ok: false, detail: `inbox writer stuck: work pending and no flush finished for ${Math.round(stalled)} ms (ack budget ${budget} ms)` }
+            ? {
+                ok: false,
+                detail: `inbox writer stuck: work pending and no flush finished for ${Math.round(stalled)} ms (ack budget ${budget} ms)`,
+              }
             : { ok: true };
       }
       await storeChecks(checks, deadline);

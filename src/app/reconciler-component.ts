@@ -16,12 +16,23 @@ export function reconcilerComponentFactory(deps: ComponentDeps, ctx: { role: Rol
   const hasKey = config.api.apiKey !== undefined || config.api.apiKeyFile !== undefined;
   if (!config.api.baseUrl || !hasKey) {
     const missing = !config.api.baseUrl ? 'POSTROOM_API_BASE_URL' : 'POSTROOM_API_KEY';
-    if (ctx.role === 'reconciler') throw new ConfigError(missing, 'the reconciler talks to the service API: set POSTROOM_API_BASE_URL and POSTROOM_API_KEY (or POSTROOM_API_KEY_FILE)');
+    if (ctx.role === 'reconciler')
+      throw new ConfigError(
+        missing,
+        'the reconciler talks to the service API: set POSTROOM_API_BASE_URL and POSTROOM_API_KEY (or POSTROOM_API_KEY_FILE)',
+      );
     logger.warn({ missing }, 'reconciler is off: set POSTROOM_API_BASE_URL and POSTROOM_API_KEY to reconcile missed events');
     return undefined;
   }
   const api = createApiClientFromConfig(config, { logger, metrics: deps.metrics });
-  const reconciler = createReconciler({ db: deps.db, api, logger, clock: deps.clock, metrics: deps.metrics, defaults: reconcileDefaults(config) });
+  const reconciler = createReconciler({
+    db: deps.db,
+    api,
+    logger,
+    clock: deps.clock,
+    metrics: deps.metrics,
+    defaults: reconcileDefaults(config),
+  });
   const schedule = createReconcileSchedule({ reconciler, expression: config.reconcileCron, logger });
   return {
     name: 'reconciler',

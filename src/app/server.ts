@@ -176,7 +176,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           await writer?.close();
           await endpointSecrets?.close().catch(() => undefined);
           for (const c of components.reverse()) {
-            await c.stop(Math.max(100, deadline - Date.now() - 500)).catch((err) => logger.error({ err, component: c.name }, 'component did not stop cleanly'));
+            await c
+              .stop(Math.max(100, deadline - Date.now() - 500))
+              .catch((err) => logger.error({ err, component: c.name }, 'component did not stop cleanly'));
           }
           if (ownsDb) await db.close();
         })();
@@ -198,7 +200,9 @@ function listen(server: http.Server, port: number, host: string): Promise<void> 
     const onError = (err: NodeJS.ErrnoException): void => {
       reject(
         err.code === 'EADDRINUSE'
-          ? new ConfigError('PORT', `port ${port} on ${host} is already in use; stop the other process or set PORT to a free port`, { cause: err })
+          ? new ConfigError('PORT', `port ${port} on ${host} is already in use; stop the other process or set PORT to a free port`, {
+              cause: err,
+            })
           : err,
       );
     };

@@ -45,15 +45,25 @@ export function createWorkerComponent(deps: WorkerComponentOptions): Component {
     async start() {
       const w = config.worker;
       if (w.forwardUrl && !w.forwardSecret) {
-        throw new ConfigError('POSTROOM_FORWARD_SECRET', 'POSTROOM_FORWARD_URL is set, so forwarded events must be signed: set POSTROOM_FORWARD_SECRET to a long random string the receiving core also knows');
+        throw new ConfigError(
+          'POSTROOM_FORWARD_SECRET',
+          'POSTROOM_FORWARD_URL is set, so forwarded events must be signed: set POSTROOM_FORWARD_SECRET to a long random string the receiving core also knows',
+        );
       }
       try {
         if (deps.db.kind === 'postgres' && config.database.url) {
           ownDb = await openDb(config, logger, { poolSize: w.concurrency + 1, applicationName: 'postroom-worker' });
         }
         // Correspondence a handler sends through ctx.api goes into the sent ledger the reconciler re-reads.
-      if (config.api.baseUrl) api = createApiClientFromConfig(config, { logger, metrics: deps.metrics, onCorrespondenceCreated: sentLedger(deps.db) });
-        postroom = createPostroom<ApiClient | undefined>({ db: ownDb ?? deps.db, logger, metrics: deps.metrics, api, worker: workerOptionsFromConfig(w) });
+        if (config.api.baseUrl)
+          api = createApiClientFromConfig(config, { logger, metrics: deps.metrics, onCorrespondenceCreated: sentLedger(deps.db) });
+        postroom = createPostroom<ApiClient | undefined>({
+          db: ownDb ?? deps.db,
+          logger,
+          metrics: deps.metrics,
+          api,
+          worker: workerOptionsFromConfig(w),
+        });
         if (deps.handlersModule) {
           const file = await loadHandlerModule(deps.handlersModule, postroom, deps.cwd ?? process.cwd());
           logger.info({ handlers: file }, 'handlers loaded');

@@ -23,12 +23,20 @@ export function apiClientFor(ctx: CliContext): ApiClient {
  * A write on the live plane acts on real recipients and may debit the wallet:
  * a person at a terminal confirms it, a script must say --yes.
  */
-export async function confirmLiveWrite(ctx: CliContext, client: ApiClient, options: { yes?: boolean | undefined; action: string }): Promise<void> {
+export async function confirmLiveWrite(
+  ctx: CliContext,
+  client: ApiClient,
+  options: { yes?: boolean | undefined; action: string },
+): Promise<void> {
   if (client.plane !== 'live' || options.yes) return;
   if (!ctx.io.interactive) {
-    throw new PostroomError('confirmation_required', `refusing to ${options.action} on the LIVE plane without confirmation: not a terminal, so pass --yes to confirm`, {
-      details: { exitCode: 1 },
-    });
+    throw new PostroomError(
+      'confirmation_required',
+      `refusing to ${options.action} on the LIVE plane without confirmation: not a terminal, so pass --yes to confirm`,
+      {
+        details: { exitCode: 1 },
+      },
+    );
   }
   const input = (ctx.io as Io & { stdin?: Readable }).stdin ?? process.stdin;
   const rl = createInterface({ input, output: ctx.io.stderr, terminal: false });
@@ -50,7 +58,10 @@ export interface SecretStore {
  * a secret is shown exactly once, so there must be somewhere to put it.
  * Undefined when the caller asked to see the secret instead and there is no key.
  */
-export async function secretStoreFor(ctx: CliContext, options: { showSecret: boolean | undefined; command: string }): Promise<SecretStore | undefined> {
+export async function secretStoreFor(
+  ctx: CliContext,
+  options: { showSecret: boolean | undefined; command: string },
+): Promise<SecretStore | undefined> {
   const cipher = secretCipherFromConfig(ctx.config());
   if (!cipher) {
     if (options.showSecret) return undefined;
@@ -63,7 +74,10 @@ export async function secretStoreFor(ctx: CliContext, options: { showSecret: boo
   const db = await ctx.db();
   const present = await db.query<{ present: boolean }>(`SELECT to_regclass('endpoint_secrets') IS NOT NULL AS present`);
   if (!present.rows[0]?.present) {
-    throw new PostroomError('migrations_pending', 'the endpoint secret table does not exist yet; run `postroom migrate` first (nothing was sent to the service)');
+    throw new PostroomError(
+      'migrations_pending',
+      'the endpoint secret table does not exist yet; run `postroom migrate` first (nothing was sent to the service)',
+    );
   }
   return { db, cipher };
 }

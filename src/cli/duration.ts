@@ -11,13 +11,19 @@ export function parseDuration(flag: string, raw: string): number {
 
 /** Parses a positive whole number flag with bounds and a message naming the flag. */
 export function parseCount(flag: string, raw: string, bounds: { min: number; max: number }): number {
-  if (!/^\d+$/.test(raw.trim())) throw new PostroomError('invalid_flag', `${flag}: expected a whole number from ${bounds.min} to ${bounds.max}, got "${raw.slice(0, 40)}"`);
+  if (!/^\d+$/.test(raw.trim()))
+    throw new PostroomError(
+      'invalid_flag',
+      `${flag}: expected a whole number from ${bounds.min} to ${bounds.max}, got "${raw.slice(0, 40)}"`,
+    );
   const n = Number(raw);
-  if (n < bounds.min || n > bounds.max) throw new PostroomError('invalid_flag', `${flag}: expected a whole number from ${bounds.min} to ${bounds.max}, got ${n}`);
+  if (n < bounds.min || n > bounds.max)
+    throw new PostroomError('invalid_flag', `${flag}: expected a whole number from ${bounds.min} to ${bounds.max}, got ${n}`);
   return n;
 }
 
 export function parseChoice<T extends string>(flag: string, raw: string, allowed: readonly T[]): T {
-  if (!(allowed as readonly string[]).includes(raw)) throw new PostroomError('invalid_flag', `${flag}: expected one of ${allowed.join(' | ')}, got "${raw.slice(0, 40)}"`);
+  if (!(allowed as readonly string[]).includes(raw))
+    throw new PostroomError('invalid_flag', `${flag}: expected one of ${allowed.join(' | ')}, got "${raw.slice(0, 40)}"`);
   return raw as T;
 }

@@ -35,7 +35,9 @@ const USAGE_HINT = '(run with --help for usage)';
 
 export function buildProgram(ctx: CliContext): Command {
   const program = new Command('postroom')
-    .description('Receive, verify, de-duplicate and process the Correspondence Delivery Service\'s webhook events, and reconcile every one that was missed.')
+    .description(
+      "Receive, verify, de-duplicate and process the Correspondence Delivery Service's webhook events, and reconcile every one that was missed.",
+    )
     .version(VERSION, '-V, --version', 'print the version')
     .showHelpAfterError(USAGE_HINT)
     // Options after a subcommand belong to that subcommand (`sandbox trigger --key …`), not its parent.
@@ -57,7 +59,8 @@ Examples:
 Settings come from the environment (DATABASE_URL, POSTROOM_*); see README.md.`,
   );
   for (const register of REGISTRARS) register(program, ctx);
-  for (const cmd of allCommands(program)) cmd.exitOverride().configureOutput({ writeOut: (s) => ctx.io.stdout.write(s), writeErr: (s) => ctx.io.stderr.write(s) });
+  for (const cmd of allCommands(program))
+    cmd.exitOverride().configureOutput({ writeOut: (s) => ctx.io.stdout.write(s), writeErr: (s) => ctx.io.stderr.write(s) });
   return program;
 }
 
@@ -67,7 +70,12 @@ function allCommands(cmd: Command): Command[] {
 
 /** Runs the CLI; returns the process exit code. Never prints a stack trace for expected errors. */
 export async function main(argv: string[], env: Env, io?: Io): Promise<number> {
-  const realIo: Io = io ?? { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY) && env.CI !== 'true' };
+  const realIo: Io = io ?? {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: process.stdin,
+    interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY) && env.CI !== 'true',
+  };
   if (io === undefined) endQuietlyOnClosedPipe();
   const ctx = createCliContext(env, realIo);
   const program = buildProgram(ctx);

@@ -23,7 +23,11 @@ export function printTable<T extends object>(io: Io, rows: readonly T[], columns
   const cell = (v: unknown): string => (v === null || v === undefined ? '' : v instanceof Date ? v.toISOString() : String(v));
   const get = (r: T, c: string): unknown => (r as Record<string, unknown>)[c];
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => Math.min(cell(get(r, c)).length, 60))));
-  const line = (vals: string[]): string => vals.map((v, i) => (v.length > 60 ? `${v.slice(0, 59)}…` : v).padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (vals: string[]): string =>
+    vals
+      .map((v, i) => (v.length > 60 ? `${v.slice(0, 59)}…` : v).padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   io.stdout.write(`${line(columns.map((c) => c.toUpperCase()))}\n`);
   for (const r of rows) io.stdout.write(`${line(columns.map((c) => cell(get(r, c))))}\n`);
 }

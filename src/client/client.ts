@@ -66,9 +66,14 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
 
 export function buildClient(options: ApiClientOptions) {
   const apiKey = options.apiKey;
-  if (typeof apiKey !== 'string' || apiKey === '') throw new ConfigError('POSTROOM_API_KEY', 'no API key given; set POSTROOM_API_KEY or POSTROOM_API_KEY_FILE');
+  if (typeof apiKey !== 'string' || apiKey === '')
+    throw new ConfigError('POSTROOM_API_KEY', 'no API key given; set POSTROOM_API_KEY or POSTROOM_API_KEY_FILE');
   // A newline or space would let the value spill into other headers.
-  if (/\s/.test(apiKey)) throw new ConfigError('POSTROOM_API_KEY', 'the API key contains whitespace; check the variable or file for a stray space or line break');
+  if (/\s/.test(apiKey))
+    throw new ConfigError(
+      'POSTROOM_API_KEY',
+      'the API key contains whitespace; check the variable or file for a stray space or line break',
+    );
   const plane: Plane = planeFromKey(apiKey);
 
   let base: { origin: string; prefix: string };
@@ -77,20 +82,28 @@ export function buildClient(options: ApiClientOptions) {
   } catch {
     throw new ConfigError('POSTROOM_API_BASE_URL', 'expected an absolute http(s) URL such as https://api.example.com');
   }
-  if (!/^https?:$/.test(new URL(base.origin).protocol)) throw new ConfigError('POSTROOM_API_BASE_URL', 'expected a URL starting with https: (or http: for a local sandbox)');
+  if (!/^https?:$/.test(new URL(base.origin).protocol))
+    throw new ConfigError('POSTROOM_API_BASE_URL', 'expected a URL starting with https: (or http: for a local sandbox)');
 
   const correspondencePath = options.correspondencePath ?? DEFAULT_CORRESPONDENCE_PATH;
   if (!correspondencePath.startsWith('/') || !correspondencePath.includes('{id}')) {
-    throw new ConfigError('POSTROOM_CORRESPONDENCE_PATH', `expected a path relative to /sender/v2 that starts with / and contains {id}, e.g. ${DEFAULT_CORRESPONDENCE_PATH}`);
+    throw new ConfigError(
+      'POSTROOM_CORRESPONDENCE_PATH',
+      `expected a path relative to /sender/v2 that starts with / and contains {id}, e.g. ${DEFAULT_CORRESPONDENCE_PATH}`,
+    );
   }
   const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new ConfigError('POSTROOM_API_MAX_ATTEMPTS', 'expected a whole number of at least 1');
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
+    throw new ConfigError('POSTROOM_API_MAX_ATTEMPTS', 'expected a whole number of at least 1');
   const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
   if (!(deadlineMs > 0)) throw new ConfigError('POSTROOM_API_DEADLINE_MS', 'expected a positive number of milliseconds');
   const timeouts: Timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
 
   if (options.dispatcher && options.tls) {
-    throw new ConfigError('tls', 'a client certificate is set on the dispatcher the client builds; with your own dispatcher, put it in that dispatcher\'s connect options instead');
+    throw new ConfigError(
+      'tls',
+      "a client certificate is set on the dispatcher the client builds; with your own dispatcher, put it in that dispatcher's connect options instead",
+    );
   }
   const ownsDispatcher = options.dispatcher === undefined;
   const dispatcher = options.dispatcher ?? createApiDispatcher({ timeouts, tls: options.tls });

@@ -18,7 +18,8 @@ export interface ClientTls {
  */
 export function createApiDispatcher(options: { timeouts: Timeouts; tls?: ClientTls | undefined }): Agent {
   const { timeouts, tls } = options;
-  if (tls && Boolean(tls.cert) !== Boolean(tls.key)) throw new ConfigError('tls', 'a client certificate needs its private key and the other way round: give both cert and key');
+  if (tls && Boolean(tls.cert) !== Boolean(tls.key))
+    throw new ConfigError('tls', 'a client certificate needs its private key and the other way round: give both cert and key');
   return new Agent({
     connect: {
       timeout: timeouts.connectMs,
@@ -32,12 +33,24 @@ export function createApiDispatcher(options: { timeouts: Timeouts; tls?: ClientT
 }
 
 /** Reads the certificate files named in config; each error names the setting. */
-export function readClientTls(files: { certFile?: string | undefined; keyFile?: string | undefined; caFile?: string | undefined }): ClientTls | undefined {
+export function readClientTls(files: {
+  certFile?: string | undefined;
+  keyFile?: string | undefined;
+  caFile?: string | undefined;
+}): ClientTls | undefined {
   if (!files.certFile && !files.keyFile) {
     return files.caFile ? { ca: readSettingFile('POSTROOM_API_CA_FILE', files.caFile) } : undefined;
   }
-  if (!files.certFile) throw new ConfigError('POSTROOM_API_CLIENT_CERT_FILE', 'POSTROOM_API_CLIENT_KEY_FILE is set, so the matching certificate file is needed too');
-  if (!files.keyFile) throw new ConfigError('POSTROOM_API_CLIENT_KEY_FILE', 'POSTROOM_API_CLIENT_CERT_FILE is set, so the matching private key file is needed too');
+  if (!files.certFile)
+    throw new ConfigError(
+      'POSTROOM_API_CLIENT_CERT_FILE',
+      'POSTROOM_API_CLIENT_KEY_FILE is set, so the matching certificate file is needed too',
+    );
+  if (!files.keyFile)
+    throw new ConfigError(
+      'POSTROOM_API_CLIENT_KEY_FILE',
+      'POSTROOM_API_CLIENT_CERT_FILE is set, so the matching private key file is needed too',
+    );
   return {
     cert: readSettingFile('POSTROOM_API_CLIENT_CERT_FILE', files.certFile),
     key: readSettingFile('POSTROOM_API_CLIENT_KEY_FILE', files.keyFile),

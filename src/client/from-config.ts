@@ -9,23 +9,34 @@ import { readClientTls, readSettingFile } from './dispatcher.js';
 export function resolveApiKey(config: Config): string {
   const { apiKey, apiKeyFile } = config.api;
   if (apiKey !== undefined && apiKeyFile !== undefined) {
-    throw new ConfigError('POSTROOM_API_KEY_FILE', 'both POSTROOM_API_KEY and POSTROOM_API_KEY_FILE are set; keep one so there is no doubt which key is used');
+    throw new ConfigError(
+      'POSTROOM_API_KEY_FILE',
+      'both POSTROOM_API_KEY and POSTROOM_API_KEY_FILE are set; keep one so there is no doubt which key is used',
+    );
   }
   if (apiKeyFile !== undefined) {
     const key = readSettingFile('POSTROOM_API_KEY_FILE', apiKeyFile).toString('utf8').trim();
     if (key === '') throw new ConfigError('POSTROOM_API_KEY_FILE', `${apiKeyFile} is empty`);
     return key;
   }
-  if (apiKey === undefined) throw new ConfigError('POSTROOM_API_KEY', 'no API key configured; set POSTROOM_API_KEY (or POSTROOM_API_KEY_FILE) to a key from the portal');
+  if (apiKey === undefined)
+    throw new ConfigError(
+      'POSTROOM_API_KEY',
+      'no API key configured; set POSTROOM_API_KEY (or POSTROOM_API_KEY_FILE) to a key from the portal',
+    );
   return apiKey;
 }
 
 export function createApiClientFromConfig(
   config: Config,
-  deps: { logger?: Logger; metrics?: Metrics } & Pick<ApiClientOptions, 'dispatcher' | 'clock' | 'sleep' | 'random' | 'onCorrespondenceCreated'> = {},
+  deps: { logger?: Logger; metrics?: Metrics } & Pick<
+    ApiClientOptions,
+    'dispatcher' | 'clock' | 'sleep' | 'random' | 'onCorrespondenceCreated'
+  > = {},
 ): ApiClient {
   const baseUrl = config.api.baseUrl;
-  if (baseUrl === undefined) throw new ConfigError('POSTROOM_API_BASE_URL', 'not set; set it to the service\'s base address (the part before /sender/v2)');
+  if (baseUrl === undefined)
+    throw new ConfigError('POSTROOM_API_BASE_URL', "not set; set it to the service's base address (the part before /sender/v2)");
   const apiKey = resolveApiKey(config);
   const tls = deps.dispatcher
     ? undefined

@@ -171,12 +171,23 @@ export function createTransport(options: TransportOptions): Transport {
     const code = (raw as { code?: unknown } | null)?.code;
     const message = scrub(raw instanceof Error ? raw.message : String(raw));
     // The original error is not kept: a proxy or TLS layer may put request details into it, and the cause chain is logged.
-    const err = Object.assign(new Error(message), { name: raw instanceof Error ? raw.name : 'Error', ...(typeof code === 'string' ? { code } : {}) });
+    const err = Object.assign(new Error(message), {
+      name: raw instanceof Error ? raw.name : 'Error',
+      ...(typeof code === 'string' ? { code } : {}),
+    });
     if (callerSignal?.aborted) return { kind: 'failure', code: 'aborted', retryable: false, cause: err, detail: 'aborted by the caller' };
-    if (attemptSignal.aborted) return { kind: 'failure', code: 'timeout', retryable: false, cause: err, detail: 'the overall deadline passed' };
-    if (typeof code === 'string' && TIMEOUT_ERROR_CODES.has(code)) return { kind: 'failure', code: 'timeout', retryable: true, cause: err, detail: `${code}: ${message}` };
+    if (attemptSignal.aborted)
+      return { kind: 'failure', code: 'timeout', retryable: false, cause: err, detail: 'the overall deadline passed' };
+    if (typeof code === 'string' && TIMEOUT_ERROR_CODES.has(code))
+      return { kind: 'failure', code: 'timeout', retryable: true, cause: err, detail: `${code}: ${message}` };
     const transient = typeof code === 'string' && TRANSIENT_ERROR_CODES.has(code);
-    return { kind: 'failure', code: 'network_error', retryable: transient, cause: err, detail: typeof code === 'string' ? `${code}: ${message}` : message };
+    return {
+      kind: 'failure',
+      code: 'network_error',
+      retryable: transient,
+      cause: err,
+      detail: typeof code === 'string' ? `${code}: ${message}` : message,
+    };
   }
 
   function errorFor(request: ApiRequest, outcome: AttemptOutcome, attempts: number, suffix: string): ApiError {
@@ -237,11 +248,17 @@ export function createTransport(options: TransportOptions): Transport {
           clearTimeout(timer);
         }
         const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-        metrics?.apiRequests.inc({ operation: request.operation, status_class: outcome.kind === 'response' ? statusClass(outcome.status) : 'network' });
+        metrics?.apiRequests.inc({
+          operation: request.operation,
+          status_class: outcome.kind === 'response' ? statusClass(outcome.status) : 'network',
+        });
         metrics?.apiDuration.observe({ operation: request.operation }, seconds);
 
         if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) {
-          logger.debug({ operation: request.operation, method: request.method, status: outcome.status, attempt: attemptNo }, 'service API call succeeded');
+          logger.debug(
+            { operation: request.operation, method: request.method, status: outcome.status, attempt: attemptNo },
+            'service API call succeeded',
+          );
           let body: unknown;
           try {
             body = outcome.text === '' ? undefined : (JSON.parse(outcome.text) as unknown);
@@ -272,7 +289,12 @@ export function createTransport(options: TransportOptions): Transport {
         const retryAfter = outcome.kind === 'response' ? parseRetryAfter(outcome.headers['retry-after'], clock.now()) : undefined;
         const delay = retryAfter ?? backoffDelay(attemptNo, options.random, backoff);
         if (clock.now() + delay >= deadline) {
-          throw errorFor(request, outcome, attemptNo, ` (gave up after ${attemptNo} attempts: waiting ${delay} ms more would pass the ${options.deadlineMs} ms deadline)`);
+          throw errorFor(
+            request,
+            outcome,
+            attemptNo,
+            ` (gave up after ${attemptNo} attempts: waiting ${delay} ms more would pass the ${options.deadlineMs} ms deadline)`,
+          );
         }
         logger.warn(
           {
@@ -288,7 +310,13 @@ export function createTransport(options: TransportOptions): Transport {
         try {
           await options.sleep(delay, request.signal);
         } catch (err) {
-          throw new ApiError({ code: 'aborted', message: `${request.operation}: aborted by the caller while waiting to retry`, operation: request.operation, attempts: attemptNo, cause: err });
+          throw new ApiError({
+            code: 'aborted',
+            message: `${request.operation}: aborted by the caller while waiting to retry`,
+            operation: request.operation,
+            attempts: attemptNo,
+            cause: err,
+          });
         }
       }
     },

@@ -18,7 +18,12 @@ export async function* iteratePages<T, P extends PageParams>(
     for (const item of page.items) yield item;
     if (page.nextCursor === null) return;
     if (page.nextCursor === cursor) {
-      throw new ApiError({ code: 'invalid_response', message: `${operation}: the service returned the same cursor again; stopping instead of looping`, operation, attempts: 1 });
+      throw new ApiError({
+        code: 'invalid_response',
+        message: `${operation}: the service returned the same cursor again; stopping instead of looping`,
+        operation,
+        attempts: 1,
+      });
     }
     cursor = page.nextCursor;
   }

@@ -15,5 +15,8 @@ export function planeFromKey(apiKey: string, setting = 'POSTROOM_API_KEY'): Plan
   for (const [prefix, plane] of PLANE_PREFIXES) {
     if (apiKey.startsWith(prefix) && apiKey.length > prefix.length) return plane;
   }
-  throw new ConfigError(setting, `expected an API key starting with svc_sandbox_ (sandbox plane) or svc_live_ (live plane); the key given has neither prefix`);
+  throw new ConfigError(
+    setting,
+    `expected an API key starting with svc_sandbox_ (sandbox plane) or svc_live_ (live plane); the key given has neither prefix`,
+  );
 }

@@ -95,12 +95,18 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
   const apiKey = str(env, 'POSTROOM_API_KEY');
   const encryptionKey = str(env, 'POSTROOM_ENCRYPTION_KEY');
   if (encryptionKey !== undefined && !/^[0-9a-fA-F]{64}$/.test(encryptionKey) && Buffer.from(encryptionKey, 'base64').length !== 32) {
-    throw new ConfigError('POSTROOM_ENCRYPTION_KEY', 'expected 32 random bytes as 64 hex characters or base64 (generate one with `openssl rand -hex 32`)');
+    throw new ConfigError(
+      'POSTROOM_ENCRYPTION_KEY',
+      'expected 32 random bytes as 64 hex characters or base64 (generate one with `openssl rand -hex 32`)',
+    );
   }
   const metricsPortRaw = str(env, 'POSTROOM_METRICS_PORT');
   const schema = str(env, 'POSTROOM_DB_SCHEMA') ?? DEFAULT_SCHEMA;
   if (!isValidSchemaName(schema)) {
-    throw new ConfigError('POSTROOM_DB_SCHEMA', `expected a lower-case schema name (letters, digits, _; at most 63; not public or pg_*), got "${schema.length > 40 ? `${schema.slice(0, 40)}…` : schema}"`);
+    throw new ConfigError(
+      'POSTROOM_DB_SCHEMA',
+      `expected a lower-case schema name (letters, digits, _; at most 63; not public or pg_*), got "${schema.length > 40 ? `${schema.slice(0, 40)}…` : schema}"`,
+    );
   }
 
   return {

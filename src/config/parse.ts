@@ -17,7 +17,8 @@ export function int(env: Env, name: string, fallback: number, bounds: { min: num
 }
 
 export function parseIntSetting(name: string, raw: string, bounds: { min: number; max: number }): number {
-  if (!/^-?\d+$/.test(raw)) throw new ConfigError(name, `expected a whole number from ${bounds.min} to ${bounds.max}, got "${truncate(raw)}"`);
+  if (!/^-?\d+$/.test(raw))
+    throw new ConfigError(name, `expected a whole number from ${bounds.min} to ${bounds.max}, got "${truncate(raw)}"`);
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n < bounds.min || n > bounds.max) {
     throw new ConfigError(name, `expected a whole number from ${bounds.min} to ${bounds.max}, got ${truncate(raw)}`);

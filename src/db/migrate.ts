@@ -55,7 +55,9 @@ async function appliedMigrations(db: Queryable): Promise<Map<number, { name: str
   const exists = await db.query<{ present: boolean }>(`SELECT to_regclass('postroom_migrations') IS NOT NULL AS present`);
   const map = new Map<number, { name: string; checksum: string }>();
   if (!exists.rows[0]?.present) return map;
-  const res = await db.query<{ version: number; name: string; checksum: string }>('SELECT version, name, checksum FROM postroom_migrations ORDER BY version');
+  const res = await db.query<{ version: number; name: string; checksum: string }>(
+    'SELECT version, name, checksum FROM postroom_migrations ORDER BY version',
+  );
   for (const r of res.rows) map.set(Number(r.version), { name: r.name, checksum: r.checksum });
   return map;
 }
@@ -95,7 +97,10 @@ export function objectsCreatedBy(sql: string): Array<{ kind: ObjectKind; name: s
   const patterns: Array<[ObjectKind, string]> = [
     ['relation', String.raw`\bCREATE\s+(?:UNLOGGED\s+)?(?:TABLE|SEQUENCE)\s+${ifNotExists}${ident}`],
     ['relation', String.raw`\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:MATERIALIZED\s+)?VIEW\s+${ifNotExists}${ident}`],
-    ['relation', String.raw`\bALTER\s+(?:TABLE|SEQUENCE|VIEW|MATERIALIZED\s+VIEW)\s+(?:IF\s+EXISTS\s+)?(?:ONLY\s+)?(?:public\.)?(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)\s+RENAME\s+TO\s+${ident}`],
+    [
+      'relation',
+      String.raw`\bALTER\s+(?:TABLE|SEQUENCE|VIEW|MATERIALIZED\s+VIEW)\s+(?:IF\s+EXISTS\s+)?(?:ONLY\s+)?(?:public\.)?(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)\s+RENAME\s+TO\s+${ident}`,
+    ],
     ['type', String.raw`\bCREATE\s+(?:TYPE|DOMAIN)\s+${ident}`],
     ['function', String.raw`\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:FUNCTION|PROCEDURE)\s+${ident}`],
   ];
@@ -120,7 +125,9 @@ async function schemaExists(db: Queryable, schema: string): Promise<boolean> {
 }
 
 async function ledgerIn(db: Queryable, schema: string): Promise<boolean> {
-  const res = await db.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${quoteIdent(schema)}.postroom_migrations`]);
+  const res = await db.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [
+    `${quoteIdent(schema)}.postroom_migrations`,
+  ]);
   return res.rows[0]?.present === true;
 }
 
@@ -162,7 +169,14 @@ async function moveLegacyInstallation(session: Session, schema: string, files: M
   });
 }
 
-const RELATION_KEYWORD: Record<string, string> = { r: 'TABLE', p: 'TABLE', v: 'VIEW', m: 'MATERIALIZED VIEW', S: 'SEQUENCE', f: 'FOREIGN TABLE' };
+const RELATION_KEYWORD: Record<string, string> = {
+  r: 'TABLE',
+  p: 'TABLE',
+  v: 'VIEW',
+  m: 'MATERIALIZED VIEW',
+  S: 'SEQUENCE',
+  f: 'FOREIGN TABLE',
+};
 
 /** The ALTER … SET SCHEMA for one object still in public, or undefined when it is not there (dropped, or a relation owned by a table). */
 async function legacyMoveStatement(tx: Queryable, kind: ObjectKind, name: string, schema: string): Promise<string | undefined> {
@@ -194,7 +208,9 @@ async function legacyMoveStatement(tx: Queryable, kind: ObjectKind, name: string
   );
   if (!res.rows.length) return undefined;
   // Every overload of the name, each by its full signature.
-  return res.rows.map((r) => `ALTER ${r.prokind === 'p' ? 'PROCEDURE' : 'FUNCTION'} ${r.signature} SET SCHEMA ${quoteIdent(schema)}`).join(';\n');
+  return res.rows
+    .map((r) => `ALTER ${r.prokind === 'p' ? 'PROCEDURE' : 'FUNCTION'} ${r.signature} SET SCHEMA ${quoteIdent(schema)}`)
+    .join(';\n');
 }
 
 /**
@@ -214,7 +230,11 @@ export async function migrate(db: Db, options: { logger?: Logger; dir?: string }
     for (const file of status.pending) {
       await session.transaction(async (tx) => {
         await tx.exec(file.sql);
-        await tx.query('INSERT INTO postroom_migrations (version, name, checksum) VALUES ($1, $2, $3)', [file.version, file.name, file.checksum]);
+        await tx.query('INSERT INTO postroom_migrations (version, name, checksum) VALUES ($1, $2, $3)', [
+          file.version,
+          file.name,
+          file.checksum,
+        ]);
       });
       options.logger?.info({ version: file.version, name: file.name }, 'migration applied');
     }

@@ -58,7 +58,11 @@ function wrap(client: pg.Pool | pg.PoolClient | pg.Client, queryTimeoutMs?: numb
 }
 
 /** BEGIN … COMMIT on one client; reports whether the client is still usable after a failure. */
-async function inTransaction<T>(client: pg.PoolClient, fn: (tx: Queryable) => Promise<T>, queryTimeoutMs?: number): Promise<{ value: T } | { error: unknown; broken: boolean }> {
+async function inTransaction<T>(
+  client: pg.PoolClient,
+  fn: (tx: Queryable) => Promise<T>,
+  queryTimeoutMs?: number,
+): Promise<{ value: T } | { error: unknown; broken: boolean }> {
   try {
     await client.query('BEGIN');
     const value = await fn(wrap(client, queryTimeoutMs));
@@ -195,7 +199,12 @@ export function createPgDb(options: PgDbOptions): Db {
       let retryTimer: NodeJS.Timeout | undefined;
       const connect = async (): Promise<void> => {
         // A connection of its own even with the application's pool: LISTEN holds it for good.
-        const c = new pg.Client({ ...(external ? external.options : { connectionString: options.url }), connectionTimeoutMillis: options.connectTimeoutMs ?? 3000, keepAlive: true, keepAliveInitialDelayMillis });
+        const c = new pg.Client({
+          ...(external ? external.options : { connectionString: options.url }),
+          connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
+          keepAlive: true,
+          keepAliveInitialDelayMillis,
+        });
         c.on('notification', (msg) => {
           if (msg.channel === channel) onPayload(msg.payload ?? '');
         });
@@ -318,10 +327,13 @@ async function boundedQuery<R>(
   let timer: NodeJS.Timeout | undefined;
   let expired = false;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      expired = true;
-      reject(new StoreUnavailableError(`the database did not answer within ${timeoutMs} ms; connection abandoned`));
-    }, Math.max(1, timeoutMs));
+    timer = setTimeout(
+      () => {
+        expired = true;
+        reject(new StoreUnavailableError(`the database did not answer within ${timeoutMs} ms; connection abandoned`));
+      },
+      Math.max(1, timeoutMs),
+    );
   });
   const checkedOut = acquire();
   let leased = false;

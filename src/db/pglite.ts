@@ -88,7 +88,11 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
     await pglite.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${searchPath(schema)};`);
   } catch (err) {
     release();
-    throw new PostroomError('embedded_store_failed', `Could not open the embedded database${options.dataDir ? ` in ${options.dataDir}` : ''}: ${(err as Error).message}`, { cause: err });
+    throw new PostroomError(
+      'embedded_store_failed',
+      `Could not open the embedded database${options.dataDir ? ` in ${options.dataDir}` : ''}: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
   const base = wrap(pglite);
   // One connection for the whole process: advisory locks become an in-process mutex.
@@ -104,7 +108,10 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
     async queryWithin<R>(timeoutMs: number, sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new StoreUnavailableError(`the embedded database did not answer within ${timeoutMs} ms`)), Math.max(1, timeoutMs));
+        timer = setTimeout(
+          () => reject(new StoreUnavailableError(`the embedded database did not answer within ${timeoutMs} ms`)),
+          Math.max(1, timeoutMs),
+        );
       });
       try {
         return await Promise.race([base.query<R>(sql, params), deadline]);
@@ -130,7 +137,11 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
       let done!: () => void;
       heldLocks.set(name, new Promise<void>((r) => (done = r)));
       try {
-        const session = { query: base.query, exec: base.exec, transaction: <R>(txFn: (tx: Queryable) => Promise<R>) => pglite.transaction((tx) => txFn(wrap(tx))) };
+        const session = {
+          query: base.query,
+          exec: base.exec,
+          transaction: <R>(txFn: (tx: Queryable) => Promise<R>) => pglite.transaction((tx) => txFn(wrap(tx))),
+        };
         return { acquired: true, value: await fn(session) };
       } finally {
         heldLocks.delete(name);

@@ -42,6 +42,10 @@ export interface Db extends Queryable {
    * which fn receives: work done through it cannot deadlock against a small pool.
    * With `wait: false`, returns `{ acquired: false }` at once when another holder has it.
    */
-  withAdvisoryLock<T>(key: string, fn: (session: Session) => Promise<T>, options?: { wait?: boolean }): Promise<{ acquired: true; value: T } | { acquired: false }>;
+  withAdvisoryLock<T>(
+    key: string,
+    fn: (session: Session) => Promise<T>,
+    options?: { wait?: boolean },
+  ): Promise<{ acquired: true; value: T } | { acquired: false }>;
   close(): Promise<void>;
 }

@@ -97,11 +97,12 @@ export const EVENT_TYPES = Object.keys(EVENT_CATALOGUE) as EventType[];
  * `event.data.participantId` is a compile error. The extra fields are still there
  * at run time (validation keeps them); read one with a cast when you need it.
  */
-export type KnownFields<T> = T extends ReadonlyArray<infer U>
-  ? Array<KnownFields<U>>
-  : T extends object
-    ? { [K in keyof T as string extends K ? never : K]: KnownFields<T[K]> }
-    : T;
+export type KnownFields<T> =
+  T extends ReadonlyArray<infer U>
+    ? Array<KnownFields<U>>
+    : T extends object
+      ? { [K in keyof T as string extends K ? never : K]: KnownFields<T[K]> }
+      : T;
 
 /** The validated `data` of an event type. */
 export type EventData<T extends EventType> = KnownFields<z.infer<EventCatalogue[T]>>;

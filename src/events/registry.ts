@@ -32,16 +32,21 @@ export function createHandlerRegistry<Api = unknown>(): HandlerRegistry<Api> {
   const every: BoundHandler<Api>[] = [];
 
   const requireFunction = (what: string, fn: unknown): void => {
-    if (typeof fn !== 'function') throw new PostroomError('handler_invalid', `The handler for ${what} must be a function, got ${typeof fn}.`);
+    if (typeof fn !== 'function')
+      throw new PostroomError('handler_invalid', `The handler for ${what} must be a function, got ${typeof fn}.`);
   };
 
   const registry: HandlerRegistry<Api> = {
     on(type, handler) {
       // Types are checked at run time too: handler modules are often plain JavaScript.
       if (!isKnownEventType(type)) {
-        throw new PostroomError('unknown_event_type', `"${String(type)}" is not an event type the service sends; known types are listed in docs/events.md. Use onUnknown (or the "*" key) for types postroom does not know yet.`, {
-          details: { type },
-        });
+        throw new PostroomError(
+          'unknown_event_type',
+          `"${String(type)}" is not an event type the service sends; known types are listed in docs/events.md. Use onUnknown (or the "*" key) for types postroom does not know yet.`,
+          {
+            details: { type },
+          },
+        );
       }
       requireFunction(type, handler);
       const list = by_type.get(type) ?? [];
@@ -57,7 +62,8 @@ export function createHandlerRegistry<Api = unknown>(): HandlerRegistry<Api> {
       every.push(handler as BoundHandler<Api>);
     },
     use(map) {
-      if (typeof map !== 'object' || map === null) throw new PostroomError('handler_invalid', 'A handler map must be an object keyed by event type.');
+      if (typeof map !== 'object' || map === null)
+        throw new PostroomError('handler_invalid', 'A handler map must be an object keyed by event type.');
       for (const [key, value] of Object.entries(map)) {
         if (value === undefined) continue;
         if (key === '*') {

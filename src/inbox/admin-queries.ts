@@ -35,7 +35,6 @@ export interface ReplayFilter {
   since?: Date | undefined;
 }
 
-
 export async function countReplayable(q: Queryable, f: ReplayFilter): Promise<number> {
   const params: unknown[] = [];
   const res = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbox WHERE ${inboxFilterSql(f, params)}`, params);
@@ -70,7 +69,10 @@ export interface Reparsed {
  * the previous outcome is kept in last_error as history. Only rows still in the
  * status the caller saw are touched (a worker may have moved them meanwhile).
  */
-export async function resetForReplay(q: Queryable, rows: ReadonlyArray<{ eventId: string; fromStatus: InboxStatus; reparsed?: Reparsed | undefined }>): Promise<string[]> {
+export async function resetForReplay(
+  q: Queryable,
+  rows: ReadonlyArray<{ eventId: string; fromStatus: InboxStatus; reparsed?: Reparsed | undefined }>,
+): Promise<string[]> {
   if (rows.length === 0) return [];
   const res = await q.query<{ event_id: string }>(
     `UPDATE inbox i
@@ -104,7 +106,10 @@ export async function resetForReplay(q: Queryable, rows: ReadonlyArray<{ eventId
 
 /** A quarantined event that is still invalid: record why, today. */
 export async function noteStillQuarantined(q: Queryable, eventId: string, reason: string): Promise<void> {
-  await q.query(`UPDATE inbox SET last_error = left($2, 1000) WHERE event_id = $1 AND status = 'quarantined'`, [eventId, `still invalid on replay: ${reason}`]);
+  await q.query(`UPDATE inbox SET last_error = left($2, 1000) WHERE event_id = $1 AND status = 'quarantined'`, [
+    eventId,
+    `still invalid on replay: ${reason}`,
+  ]);
 }
 
 export async function countPrunable(q: Queryable, olderThanMs: number): Promise<number> {
@@ -121,7 +126,12 @@ export async function countPrunable(q: Queryable, olderThanMs: number): Promise<
  * cut-off, walking the primary key so each page starts where the last ended.
  * The row and its id stay: the id is what de-duplicates a late redelivery.
  */
-export async function prunePage(q: Queryable, olderThanMs: number, after: string | null, limit: number): Promise<{ pruned: number; lastId: string | null }> {
+export async function prunePage(
+  q: Queryable,
+  olderThanMs: number,
+  after: string | null,
+  limit: number,
+): Promise<{ pruned: number; lastId: string | null }> {
   const res = await q.query<{ pruned: number; last_id: string | null }>(
     `WITH page AS (
        SELECT event_id FROM inbox

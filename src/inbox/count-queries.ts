@@ -61,6 +61,11 @@ export async function inboxStats(q: Queryable): Promise<InboxStats> {
     stats.total += n;
   }
   const o = oldest.rows[0];
-  if (o) stats.oldest_unprocessed = { event_id: o.event_id, received_at: new Date(o.received_at).toISOString(), age_seconds: Math.max(0, Number(o.age)) };
+  if (o)
+    stats.oldest_unprocessed = {
+      event_id: o.event_id,
+      received_at: new Date(o.received_at).toISOString(),
+      age_seconds: Math.max(0, Number(o.age)),
+    };
   return stats;
 }

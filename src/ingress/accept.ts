@@ -84,11 +84,17 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
       const headerType = single(headers['x-service-event-type']);
       const bodyHasId = envelope.ok || !envelope.eventId.startsWith('quarantine:');
       if (headerId !== undefined && bodyHasId && headerId !== envelope.eventId) {
-        logger.warn({ header_event_id: headerId.slice(0, 300), event_id: envelope.eventId, endpoint_id: endpointId }, 'suspicious delivery: X-Service-Event-Id differs from the signed body; refused');
+        logger.warn(
+          { header_event_id: headerId.slice(0, 300), event_id: envelope.eventId, endpoint_id: endpointId },
+          'suspicious delivery: X-Service-Event-Id differs from the signed body; refused',
+        );
         return { kind: 'mismatched', field: 'event_id' };
       }
       if (headerType !== undefined && (envelope.ok || envelope.type !== 'unknown') && headerType !== envelope.type) {
-        logger.warn({ header_type: headerType.slice(0, 300), type: envelope.type, event_id: envelope.eventId, endpoint_id: endpointId }, 'suspicious delivery: X-Service-Event-Type differs from the signed body; refused');
+        logger.warn(
+          { header_type: headerType.slice(0, 300), type: envelope.type, event_id: envelope.eventId, endpoint_id: endpointId },
+          'suspicious delivery: X-Service-Event-Type differs from the signed body; refused',
+        );
         return { kind: 'mismatched', field: 'type' };
       }
 
@@ -122,16 +128,36 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
         if (result === 'timeout') {
           // The write may still commit; the sender's retry will then be a duplicate. Never 2xx before the commit.
           write.catch(() => undefined);
-          logger.warn({ event_id: envelope.eventId, ack_timeout_ms: options.ackTimeoutMs }, 'store slower than the ack budget; answering 503');
+          logger.warn(
+            { event_id: envelope.eventId, ack_timeout_ms: options.ackTimeoutMs },
+            'store slower than the ack budget; answering 503',
+          );
           return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'ack_timeout' };
         }
         if (!envelope.ok) {
           if (result === 'accepted') {
-            logger.warn({ event_id: envelope.eventId, reason: envelope.reason, endpoint_id: endpointId }, 'signed body is not a valid envelope; quarantined');
+            logger.warn(
+              { event_id: envelope.eventId, reason: envelope.reason, endpoint_id: endpointId },
+              'signed body is not a valid envelope; quarantined',
+            );
             const error = new EventError('event_quarantined', `signed body is not a valid envelope; quarantined: ${envelope.reason}`);
-            reportEventError(options.onError, logger, error, { eventId: envelope.eventId, type: envelope.type, status: 'quarantined', attempt: 0, retryInMs: null, source: 'ingress' });
+            reportEventError(options.onError, logger, error, {
+              eventId: envelope.eventId,
+              type: envelope.type,
+              status: 'quarantined',
+              attempt: 0,
+              retryInMs: null,
+              source: 'ingress',
+            });
           }
-          return { kind: 'quarantined', eventId: envelope.eventId, reason: envelope.reason, secretLabel, skewSeconds: verified.skewSeconds, duplicate: result === 'duplicate' };
+          return {
+            kind: 'quarantined',
+            eventId: envelope.eventId,
+            reason: envelope.reason,
+            secretLabel,
+            skewSeconds: verified.skewSeconds,
+            duplicate: result === 'duplicate',
+          };
         }
         return { kind: result, eventId: envelope.eventId, secretLabel, skewSeconds: verified.skewSeconds };
       } catch (err) {

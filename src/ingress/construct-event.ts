@@ -33,7 +33,8 @@ export interface ConstructEventOptions {
 }
 
 function header(headers: WebhookHeaders, name: string): string | string[] | undefined {
-  if (typeof (headers as { get?: unknown }).get === 'function') return (headers as { get(n: string): string | null }).get(name) ?? undefined;
+  if (typeof (headers as { get?: unknown }).get === 'function')
+    return (headers as { get(n: string): string | null }).get(name) ?? undefined;
   const record = headers as Readonly<Record<string, string | string[] | undefined>>;
   if (name in record) return record[name];
   const key = Object.keys(record).find((k) => k.toLowerCase() === name);
@@ -70,14 +71,17 @@ export function constructEvent(
     toleranceSeconds: options.toleranceSeconds ?? INGRESS_DEFAULTS.toleranceSeconds,
     scheme: options.scheme ?? INGRESS_DEFAULTS.scheme,
   });
-  if (!verified.ok) throw new WebhookVerificationError(verified.reason, `signature verification failed: ${verified.reason.replace(/_/g, ' ')}`);
+  if (!verified.ok)
+    throw new WebhookVerificationError(verified.reason, `signature verification failed: ${verified.reason.replace(/_/g, ' ')}`);
 
   const envelope = parseEnvelope(body);
   if (!envelope.ok) throw new WebhookVerificationError('invalid_payload', `the signed body is not an event envelope: ${envelope.reason}`);
   const headerId = single(header(headers, 'x-service-event-id'));
-  if (headerId !== undefined && headerId !== envelope.eventId) throw new WebhookVerificationError('event_id_mismatch', 'the X-Service-Event-Id header does not match the signed body');
+  if (headerId !== undefined && headerId !== envelope.eventId)
+    throw new WebhookVerificationError('event_id_mismatch', 'the X-Service-Event-Id header does not match the signed body');
   const headerType = single(header(headers, 'x-service-event-type'));
-  if (headerType !== undefined && headerType !== envelope.type) throw new WebhookVerificationError('type_mismatch', 'the X-Service-Event-Type header does not match the signed body');
+  if (headerType !== undefined && headerType !== envelope.type)
+    throw new WebhookVerificationError('type_mismatch', 'the X-Service-Event-Type header does not match the signed body');
 
   const validated = validateEvent({ event_id: envelope.eventId, type: envelope.type, payload: JSON.parse(envelope.json) as unknown });
   if (validated.kind === 'invalid') throw new WebhookVerificationError('invalid_event', validated.reason);

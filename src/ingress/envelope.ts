@@ -63,7 +63,11 @@ export function parseEnvelope(body: Uint8Array): ParsedEnvelope {
   if (!isStorableId(type)) return fail(`envelope: type must be at most ${MAX_ID_LENGTH} printable characters`, eventId);
   const at = Object.hasOwn(env, 'at') ? env.at : undefined;
   if (typeof at !== 'string' || !isStorableTimestamp(at)) {
-    return fail('envelope: at must be an ISO 8601 timestamp of a real instant (Postgres refuses impossible dates such as February 30)', eventId, type);
+    return fail(
+      'envelope: at must be an ISO 8601 timestamp of a real instant (Postgres refuses impossible dates such as February 30)',
+      eventId,
+      type,
+    );
   }
   const data = Object.hasOwn(env, 'data') ? env.data : undefined;
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return fail('envelope: data must be an object', eventId, type);

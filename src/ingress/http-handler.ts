@@ -12,7 +12,11 @@ export interface WebhookHandlerOptions {
 }
 
 /** Handles one POST; `endpointId` is set for /webhooks/{endpoint_id}. Plain Node request and response. */
-export type WebhookHandler = (req: IncomingMessage & { rawBody?: unknown; body?: unknown }, res: ServerResponse, endpointId: string | undefined) => Promise<void>;
+export type WebhookHandler = (
+  req: IncomingMessage & { rawBody?: unknown; body?: unknown },
+  res: ServerResponse,
+  endpointId: string | undefined,
+) => Promise<void>;
 
 export const ENDPOINT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
@@ -82,7 +86,11 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
         );
       }
       record('unavailable', 'raw_body_consumed', startedAt);
-      sendJson(res, 500, errorBody('raw_body_unavailable', 'Server misconfiguration: the raw body was consumed before signature verification.'));
+      sendJson(
+        res,
+        500,
+        errorBody('raw_body_unavailable', 'Server misconfiguration: the raw body was consumed before signature verification.'),
+      );
       return;
     } else {
       try {
@@ -91,7 +99,12 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
         const type = (err as { type?: string }).type;
         if (type === 'entity.too.large') {
           record('too_large', '', startedAt);
-          sendJson(res, 413, errorBody('payload_too_large', `Body exceeds the ${options.maxBodyBytes}-byte limit (POSTROOM_MAX_BODY_BYTES).`), { Connection: 'close' });
+          sendJson(
+            res,
+            413,
+            errorBody('payload_too_large', `Body exceeds the ${options.maxBodyBytes}-byte limit (POSTROOM_MAX_BODY_BYTES).`),
+            { Connection: 'close' },
+          );
           return;
         }
         record('bad_request', type ?? 'read_error', startedAt);
@@ -125,11 +138,20 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
         return;
       case 'mismatched':
         record('mismatched', outcome.field, startedAt);
-        sendJson(res, 400, errorBody(`${outcome.field}_mismatch`, `The X-Service-Event-${outcome.field === 'type' ? 'Type' : 'Id'} header does not match the signed body.`));
+        sendJson(
+          res,
+          400,
+          errorBody(
+            `${outcome.field}_mismatch`,
+            `The X-Service-Event-${outcome.field === 'type' ? 'Type' : 'Id'} header does not match the signed body.`,
+          ),
+        );
         return;
       case 'unavailable':
         record('unavailable', outcome.reason, startedAt);
-        sendJson(res, 503, errorBody('store_unavailable', 'The event could not be stored durably; retry later.'), { 'Retry-After': String(outcome.retryAfterSeconds) });
+        sendJson(res, 503, errorBody('store_unavailable', 'The event could not be stored durably; retry later.'), {
+          'Retry-After': String(outcome.retryAfterSeconds),
+        });
         return;
     }
   };

@@ -98,7 +98,8 @@ const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\
  */
 function routeWebhooks(post: WebhookHandler, path: string): NodeWebhookHandler {
   const prefix = new RegExp(`^${escapeRegExp(path.replace(/\/+$/, ''))}(?=/|$)`, 'i');
-  const methodNotAllowed = (res: ServerResponse): void => sendJson(res, 405, errorBody('method_not_allowed', 'Webhooks are delivered with POST.'), { Allow: 'POST' });
+  const methodNotAllowed = (res: ServerResponse): void =>
+    sendJson(res, 405, errorBody('method_not_allowed', 'Webhooks are delivered with POST.'), { Allow: 'POST' });
   return (req, res, next) => {
     const target = req.url ?? '';
     const cut = target.search(/[?#]/);

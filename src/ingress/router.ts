@@ -61,6 +61,7 @@ function clientError(err: unknown): { status: number; code: string; message: str
   if (err instanceof URIError || (status === 400 && /decode/i.test((err as Error).message))) {
     return { status: 404, code: 'unknown_endpoint', message: 'No webhook route for that endpoint id.' };
   }
-  if (typeof status === 'number' && status >= 400 && status < 500) return { status, code: 'bad_request', message: 'The request could not be understood.' };
+  if (typeof status === 'number' && status >= 400 && status < 500)
+    return { status, code: 'bad_request', message: 'The request could not be understood.' };
   return undefined;
 }

@@ -91,7 +91,10 @@ export function createLogger(options: LoggerOptions): Logger {
   };
   if (options.destination) return pino(common, options.destination);
   if (options.pretty) {
-    return pino({ ...common, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,service' } } });
+    return pino({
+      ...common,
+      transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,service' } },
+    });
   }
   return pino(common);
 }

@@ -33,7 +33,12 @@ export function createMetrics(options: MetricsOptions = {}) {
 
   const m = {
     registry,
-    buildInfo: new Gauge({ name: 'postroom_build_info', help: 'Build information; always 1.', labelNames: ['version', 'node_version'], registers: r }),
+    buildInfo: new Gauge({
+      name: 'postroom_build_info',
+      help: 'Build information; always 1.',
+      labelNames: ['version', 'node_version'],
+      registers: r,
+    }),
 
     ingressRequests: new Counter({
       name: 'postroom_ingress_requests_total',
@@ -54,14 +59,23 @@ export function createMetrics(options: MetricsOptions = {}) {
       labelNames: ['secret'],
       registers: r,
     }),
-    clockSkew: new Gauge({ name: 'postroom_ingress_clock_skew_seconds', help: 'Last observed skew: our clock minus the signature timestamp.', registers: r }),
+    clockSkew: new Gauge({
+      name: 'postroom_ingress_clock_skew_seconds',
+      help: 'Last observed skew: our clock minus the signature timestamp.',
+      registers: r,
+    }),
     clockSkewAbs: new Histogram({
       name: 'postroom_ingress_clock_skew_abs_seconds',
       help: 'Absolute clock skew between the sender and this replica.',
       buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300],
       registers: r,
     }),
-    ingressBatchSize: new Histogram({ name: 'postroom_ingress_batch_rows', help: 'Rows per group-commit flush.', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], registers: r }),
+    ingressBatchSize: new Histogram({
+      name: 'postroom_ingress_batch_rows',
+      help: 'Rows per group-commit flush.',
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+      registers: r,
+    }),
     ingressFlushDuration: new Histogram({
       name: 'postroom_ingress_flush_duration_seconds',
       help: 'Duration of one group-commit flush (insert and commit), by outcome (committed, failed).',
@@ -70,14 +84,30 @@ export function createMetrics(options: MetricsOptions = {}) {
       registers: r,
     }),
 
-    inboxEvents: new Gauge({ name: 'postroom_inbox_events', help: 'Inbox events by status (from the database, at scrape time).', labelNames: ['status'], registers: r }),
+    inboxEvents: new Gauge({
+      name: 'postroom_inbox_events',
+      help: 'Inbox events by status (from the database, at scrape time).',
+      labelNames: ['status'],
+      registers: r,
+    }),
     inboxOldestUnfinishedAge: new Gauge({
       name: 'postroom_inbox_oldest_unprocessed_age_seconds',
       help: 'Age of the oldest event not yet processed (received, processing or failed); 0 when none.',
       registers: r,
     }),
-    handlerDuration: new Histogram({ name: 'postroom_handler_duration_seconds', help: 'Handler run time by event type.', labelNames: ['event_type'], buckets: WORK_BUCKETS, registers: r }),
-    handlerFailures: new Counter({ name: 'postroom_handler_failures_total', help: 'Handler attempts that threw, by event type.', labelNames: ['event_type'], registers: r }),
+    handlerDuration: new Histogram({
+      name: 'postroom_handler_duration_seconds',
+      help: 'Handler run time by event type.',
+      labelNames: ['event_type'],
+      buckets: WORK_BUCKETS,
+      registers: r,
+    }),
+    handlerFailures: new Counter({
+      name: 'postroom_handler_failures_total',
+      help: 'Handler attempts that threw, by event type.',
+      labelNames: ['event_type'],
+      registers: r,
+    }),
     // The one count of finished events: dead ones are status="dead" here (from a handler's
     // last attempt or an expired lease), not also in a second counter.
     eventsProcessed: new Counter({
@@ -87,15 +117,52 @@ export function createMetrics(options: MetricsOptions = {}) {
       registers: r,
     }),
 
-    reconcileRuns: new Counter({ name: 'postroom_reconcile_runs_total', help: 'Reconcile runs by outcome (clean, gaps_open, failed, skipped_not_leader).', labelNames: ['outcome'], registers: r }),
-    reconcileDuration: new Histogram({ name: 'postroom_reconcile_duration_seconds', help: 'Reconcile run duration.', buckets: [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600], registers: r }),
-    reconcileGapsOpen: new Gauge({ name: 'postroom_reconcile_gaps_open', help: 'Gaps found by the reconciler and still open: not recovered, state-synced, not consumed or ignored (from the database).', registers: r }),
-    reconcileLastSuccess: new Gauge({ name: 'postroom_reconcile_last_success_timestamp_seconds', help: 'Unix time of the last reconcile run that completed (from the database; 0 if none).', registers: r }),
-    reconcileAtRisk: new Gauge({ name: 'postroom_reconcile_deliveries_at_risk', help: 'Pending deliveries older than the threshold at the last completed reconcile run.', registers: r }),
-    storeUp: new Gauge({ name: 'postroom_store_up', help: '1 when the database answered the last scrape\'s queries in time, else 0.', registers: r }),
+    reconcileRuns: new Counter({
+      name: 'postroom_reconcile_runs_total',
+      help: 'Reconcile runs by outcome (clean, gaps_open, failed, skipped_not_leader).',
+      labelNames: ['outcome'],
+      registers: r,
+    }),
+    reconcileDuration: new Histogram({
+      name: 'postroom_reconcile_duration_seconds',
+      help: 'Reconcile run duration.',
+      buckets: [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600],
+      registers: r,
+    }),
+    reconcileGapsOpen: new Gauge({
+      name: 'postroom_reconcile_gaps_open',
+      help: 'Gaps found by the reconciler and still open: not recovered, state-synced, not consumed or ignored (from the database).',
+      registers: r,
+    }),
+    reconcileLastSuccess: new Gauge({
+      name: 'postroom_reconcile_last_success_timestamp_seconds',
+      help: 'Unix time of the last reconcile run that completed (from the database; 0 if none).',
+      registers: r,
+    }),
+    reconcileAtRisk: new Gauge({
+      name: 'postroom_reconcile_deliveries_at_risk',
+      help: 'Pending deliveries older than the threshold at the last completed reconcile run.',
+      registers: r,
+    }),
+    storeUp: new Gauge({
+      name: 'postroom_store_up',
+      help: "1 when the database answered the last scrape's queries in time, else 0.",
+      registers: r,
+    }),
 
-    apiRequests: new Counter({ name: 'postroom_api_requests_total', help: 'Service API requests by operation and status class (2xx, 4xx, 5xx, network).', labelNames: ['operation', 'status_class'], registers: r }),
-    apiDuration: new Histogram({ name: 'postroom_api_request_duration_seconds', help: 'Service API request duration by operation.', labelNames: ['operation'], buckets: WORK_BUCKETS, registers: r }),
+    apiRequests: new Counter({
+      name: 'postroom_api_requests_total',
+      help: 'Service API requests by operation and status class (2xx, 4xx, 5xx, network).',
+      labelNames: ['operation', 'status_class'],
+      registers: r,
+    }),
+    apiDuration: new Histogram({
+      name: 'postroom_api_request_duration_seconds',
+      help: 'Service API request duration by operation.',
+      labelNames: ['operation'],
+      buckets: WORK_BUCKETS,
+      registers: r,
+    }),
   };
   m.buildInfo.set({ version: options.version ?? 'dev', node_version: process.version }, 1);
   // Every dead series exists at 0 from the start: a counter series that first appears at 1

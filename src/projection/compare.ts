@@ -25,7 +25,14 @@ export type ProjectionDifference =
   | { kind: 'field'; correspondenceId: string; field: ComparedField; projection: unknown; service: unknown }
   | { kind: 'missing_participant'; correspondenceId: string; participantId: string; service: string }
   | { kind: 'unexpected_participant'; correspondenceId: string; participantId: string; projection: string }
-  | { kind: 'participant_field'; correspondenceId: string; participantId: string; field: ComparedParticipantField; projection: unknown; service: unknown };
+  | {
+      kind: 'participant_field';
+      correspondenceId: string;
+      participantId: string;
+      field: ComparedParticipantField;
+      projection: unknown;
+      service: unknown;
+    };
 
 const instant = (v: string | null | undefined): number | null => (v == null || Number.isNaN(Date.parse(v)) ? null : Date.parse(v));
 const sortedSet = (v: readonly string[] | null | undefined): string[] => [...new Set(v ?? [])].sort();
@@ -39,7 +46,10 @@ const sortedSet = (v: readonly string[] | null | undefined): string[] => [...new
  * last act. Returns the differences (none when equal); the reconciler decides
  * what to do about them.
  */
-export function compareWithService(projection: ProjectedCorrespondence | undefined, service: ServiceCorrespondence): ProjectionDifference[] {
+export function compareWithService(
+  projection: ProjectedCorrespondence | undefined,
+  service: ServiceCorrespondence,
+): ProjectionDifference[] {
   const id = service.correspondence_id;
   if (!projection) return [{ kind: 'missing_correspondence', correspondenceId: id }];
   const out: ProjectionDifference[] = [];
@@ -51,8 +61,10 @@ export function compareWithService(projection: ProjectedCorrespondence | undefin
   field('status', projection.status, service.status, projection.status === service.status);
   if (has('kind')) field('kind', projection.kind, service.kind, projection.kind === service.kind);
   if (has('subject')) field('subject', projection.subject, service.subject, projection.subject === service.subject);
-  if (has('content_type')) field('content_type', projection.content_type, service.content_type, projection.content_type === service.content_type);
-  if (has('created_at')) field('created_at', projection.created_at, service.created_at, instant(projection.created_at) === instant(service.created_at));
+  if (has('content_type'))
+    field('content_type', projection.content_type, service.content_type, projection.content_type === service.content_type);
+  if (has('created_at'))
+    field('created_at', projection.created_at, service.created_at, instant(projection.created_at) === instant(service.created_at));
   if (has('document_ids')) {
     const ourDocs = sortedSet(projection.document_ids);
     const theirDocs = sortedSet(service.document_ids);
@@ -70,13 +82,22 @@ export function compareWithService(projection: ProjectedCorrespondence | undefin
       continue;
     }
     const part = (name: ComparedParticipantField, projected: unknown, service: unknown): void => {
-      if (projected !== service) out.push({ kind: 'participant_field', correspondenceId: id, participantId: p.participant_id, field: name, projection: projected, service });
+      if (projected !== service)
+        out.push({
+          kind: 'participant_field',
+          correspondenceId: id,
+          participantId: p.participant_id,
+          field: name,
+          projection: projected,
+          service,
+        });
     };
     part('state', mine.state, p.state);
     if (p.ref !== undefined) part('ref', mine.ref, p.ref);
     if (p.last_act !== undefined) part('last_act', mine.last_act, p.last_act);
   }
-  for (const [participantId, p] of ours) out.push({ kind: 'unexpected_participant', correspondenceId: id, participantId, projection: p.state });
+  for (const [participantId, p] of ours)
+    out.push({ kind: 'unexpected_participant', correspondenceId: id, participantId, projection: p.state });
   return out;
 }
 

@@ -51,8 +51,21 @@ export interface ProjectionFacts {
 
 export function collectFacts(events: readonly AnyKnownEvent[]): ProjectionFacts {
   const c: CorrespondenceFacts = {
-    correspondenceId: [], eventId: [], type: [], at: [], status: [], statusRank: [], kind: [], subject: [], contentType: [], createdAt: [],
-    documentId: [], delivered: [], held: [], undeliverable: [], total: [],
+    correspondenceId: [],
+    eventId: [],
+    type: [],
+    at: [],
+    status: [],
+    statusRank: [],
+    kind: [],
+    subject: [],
+    contentType: [],
+    createdAt: [],
+    documentId: [],
+    delivered: [],
+    held: [],
+    undeliverable: [],
+    total: [],
   };
   const d: DocumentFacts = { correspondenceId: [], documentId: [] };
   const p: ParticipantFacts = { correspondenceId: [], participantId: [], ref: [], state: [], stateRank: [], act: [], at: [], eventId: [] };
@@ -75,7 +88,8 @@ export function collectFacts(events: readonly AnyKnownEvent[]): ProjectionFacts 
       // fires participant.acted), so it ranks lowest and only teaches the participant's ref.
       // Only the participant changes; the file's facts do not.
       const { correspondence_id: claimCid, participant_id: claimPid, ref } = e.data;
-      if (claimCid && claimPid) addParticipant(claimCid, claimPid, ref ?? null, e.type === 'claim.expired' ? 'undeliverable' : 'pending', null, e);
+      if (claimCid && claimPid)
+        addParticipant(claimCid, claimPid, ref ?? null, e.type === 'claim.expired' ? 'undeliverable' : 'pending', null, e);
       continue;
     }
     if (!PROJECTED_TYPES.has(e.type)) continue;

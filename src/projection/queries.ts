@@ -117,9 +117,23 @@ ON CONFLICT (correspondence_id, participant_id) DO UPDATE SET
 export async function upsertCorrespondenceFacts(q: Queryable, f: CorrespondenceFacts, documents: DocumentFacts): Promise<void> {
   if (f.correspondenceId.length === 0) return;
   await q.query(UPSERT_CORRESPONDENCE_SQL, [
-    f.correspondenceId, f.eventId, f.type, f.at, f.status, f.statusRank, f.kind, f.subject,
-    f.documentId, f.delivered, f.held, f.undeliverable, f.total, f.contentType, f.createdAt,
-    documents.correspondenceId, documents.documentId,
+    f.correspondenceId,
+    f.eventId,
+    f.type,
+    f.at,
+    f.status,
+    f.statusRank,
+    f.kind,
+    f.subject,
+    f.documentId,
+    f.delivered,
+    f.held,
+    f.undeliverable,
+    f.total,
+    f.contentType,
+    f.createdAt,
+    documents.correspondenceId,
+    documents.documentId,
   ]);
 }
 

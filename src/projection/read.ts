@@ -87,8 +87,19 @@ export async function getProjectedCorrespondence(q: Queryable, correspondenceId:
     send_summary:
       row.summary_total === null
         ? null
-        : { delivered: Number(row.summary_delivered), held: Number(row.summary_held), undeliverable: Number(row.summary_undeliverable), total: Number(row.summary_total) },
-    participants: parts.rows.map((p) => ({ participant_id: p.participant_id, ref: p.ref, state: p.state, last_act: p.last_act, last_act_at: iso(p.last_act_at) })),
+        : {
+            delivered: Number(row.summary_delivered),
+            held: Number(row.summary_held),
+            undeliverable: Number(row.summary_undeliverable),
+            total: Number(row.summary_total),
+          },
+    participants: parts.rows.map((p) => ({
+      participant_id: p.participant_id,
+      ref: p.ref,
+      state: p.state,
+      last_act: p.last_act,
+      last_act_at: iso(p.last_act_at),
+    })),
     last_event: { event_id: row.last_event_id, type: row.last_event_type, at: iso(row.last_event_at)! },
     updated_at: iso(row.updated_at)!,
   };

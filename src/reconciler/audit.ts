@@ -23,22 +23,45 @@ export async function auditDelivered(
   options: { since: Date; endpoints: string[]; pageSize?: number; onProgress?: (scanned: number) => void },
 ): Promise<AuditResult> {
   const started = Date.now();
-  const result: AuditResult = { since: options.since.toISOString(), endpoints: options.endpoints, delivered_scanned: 0, in_window: 0, missing_count: 0, missing: [], duration_ms: 0 };
+  const result: AuditResult = {
+    since: options.since.toISOString(),
+    endpoints: options.endpoints,
+    delivered_scanned: 0,
+    in_window: 0,
+    missing_count: 0,
+    missing: [],
+    duration_ms: 0,
+  };
   for (const endpointId of options.endpoints) {
     let cursor: string | undefined;
     do {
-      const page = await api.webhookDeliveries.list({ status: 'delivered', endpoint_id: endpointId, limit: options.pageSize ?? 200, ...(cursor ? { cursor } : {}) });
+      const page = await api.webhookDeliveries.list({
+        status: 'delivered',
+        endpoint_id: endpointId,
+        limit: options.pageSize ?? 200,
+        ...(cursor ? { cursor } : {}),
+      });
       result.delivered_scanned += page.items.length;
       const in_window = page.items.filter((d) => {
         const t = Date.parse(d.delivered_at ?? d.created_at);
         return Number.isNaN(t) || t >= options.since.getTime();
       });
       result.in_window += in_window.length;
-      const present = await eventIdsInInbox(db, in_window.map((d) => d.event_id));
+      const present = await eventIdsInInbox(
+        db,
+        in_window.map((d) => d.event_id),
+      );
       for (const d of in_window) {
         if (present.has(d.event_id)) continue;
         result.missing_count++;
-        if (result.missing.length < 100) result.missing.push({ event_id: d.event_id, event_type: d.event_type, endpoint_id: d.endpoint_id, delivery_id: d.delivery_id, delivered_at: d.delivered_at ?? null });
+        if (result.missing.length < 100)
+          result.missing.push({
+            event_id: d.event_id,
+            event_type: d.event_type,
+            endpoint_id: d.endpoint_id,
+            delivery_id: d.delivery_id,
+            delivered_at: d.delivered_at ?? null,
+          });
       }
       options.onProgress?.(result.delivered_scanned);
       cursor = page.nextCursor ?? undefined;

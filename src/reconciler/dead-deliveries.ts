@@ -62,7 +62,12 @@ export async function walkDeadDeliveries(
     if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
     let page;
     try {
-      page = await api.webhookDeliveries.list({ status, endpoint_id: endpointId, limit: options.pageSize ?? 200, ...(cursor ? { cursor } : {}) });
+      page = await api.webhookDeliveries.list({
+        status,
+        endpoint_id: endpointId,
+        limit: options.pageSize ?? 200,
+        ...(cursor ? { cursor } : {}),
+      });
     } catch (err) {
       // A stored cursor the service no longer honours: start the walk again from the top.
       if (cursor && cursor === mark.resumeCursor && isApiError(err) && (err.status === 400 || err.status === 404 || err.status === 422)) {
@@ -82,7 +87,10 @@ export async function walkDeadDeliveries(
       if ((!Number.isNaN(created) && created < skipBefore) || created < since) totals.skipped++;
       else if (d.event_type !== 'webhook.test') fresh.push(d);
     }
-    const present = await eventIdsInInbox(db, fresh.map((d) => d.event_id));
+    const present = await eventIdsInInbox(
+      db,
+      fresh.map((d) => d.event_id),
+    );
     const gaps: NewGap[] = fresh
       .filter((d) => !present.has(d.event_id))
       .map((d) => ({
@@ -93,7 +101,9 @@ export async function walkDeadDeliveries(
         deliveryCreatedAt: Number.isNaN(Date.parse(d.created_at)) ? null : d.created_at,
         lastError: (d.last_error ?? '').slice(0, 2000),
         correspondenceId: deliveryCorrespondenceId(d),
-        reason: isCorrespondenceScoped(d.event_type) ? null : `no resource to re-read for ${d.event_type} through the API: confirm with the service or ignore`,
+        reason: isCorrespondenceScoped(d.event_type)
+          ? null
+          : `no resource to re-read for ${d.event_type} through the API: confirm with the service or ignore`,
       }));
     for (const g of gaps) {
       const t = g.deliveryCreatedAt ? new Date(g.deliveryCreatedAt) : null;
@@ -116,16 +126,27 @@ export async function walkDeadDeliveries(
 }
 
 /** Pending deliveries older than the threshold: not yet missed, but at risk. */
-export async function findAtRisk(api: ReconcilerApi, endpointId: string, olderThan: Date, pageSize: number): Promise<{ count: number; sample: Array<{ delivery_id: string; event_id: string; endpoint_id: string; created_at: string }> }> {
+export async function findAtRisk(
+  api: ReconcilerApi,
+  endpointId: string,
+  olderThan: Date,
+  pageSize: number,
+): Promise<{ count: number; sample: Array<{ delivery_id: string; event_id: string; endpoint_id: string; created_at: string }> }> {
   let cursor: string | undefined;
   let count = 0;
   const sample: Array<{ delivery_id: string; event_id: string; endpoint_id: string; created_at: string }> = [];
   do {
-    const page = await api.webhookDeliveries.list({ status: 'pending', endpoint_id: endpointId, limit: pageSize, ...(cursor ? { cursor } : {}) });
+    const page = await api.webhookDeliveries.list({
+      status: 'pending',
+      endpoint_id: endpointId,
+      limit: pageSize,
+      ...(cursor ? { cursor } : {}),
+    });
     for (const d of page.items) {
       if (Date.parse(d.created_at) < olderThan.getTime()) {
         count++;
-        if (sample.length < 20) sample.push({ delivery_id: d.delivery_id, event_id: d.event_id, endpoint_id: d.endpoint_id, created_at: d.created_at });
+        if (sample.length < 20)
+          sample.push({ delivery_id: d.delivery_id, event_id: d.event_id, endpoint_id: d.endpoint_id, created_at: d.created_at });
       }
     }
     cursor = page.nextCursor ?? undefined;

@@ -71,8 +71,14 @@ export async function recoverGapsReceivedLater(q: Queryable, runId: number | nul
 }
 
 /** The earliest delivery among open gaps of these types (where a re-read must start), and the correspondence ids deliveries named. */
-export async function openGapOutline(q: Queryable, types: readonly string[]): Promise<{ earliestDelivery: Date | null; correspondenceIds: string[] }> {
-  const first = await q.query<{ earliest: Date | null }>(`SELECT min(delivery_created_at) AS earliest FROM reconcile_gaps WHERE status = 'open' AND event_type = ANY($1::text[])`, [types]);
+export async function openGapOutline(
+  q: Queryable,
+  types: readonly string[],
+): Promise<{ earliestDelivery: Date | null; correspondenceIds: string[] }> {
+  const first = await q.query<{ earliest: Date | null }>(
+    `SELECT min(delivery_created_at) AS earliest FROM reconcile_gaps WHERE status = 'open' AND event_type = ANY($1::text[])`,
+    [types],
+  );
   const ids = await q.query<{ correspondence_id: string }>(
     `SELECT DISTINCT correspondence_id FROM reconcile_gaps WHERE status = 'open' AND correspondence_id IS NOT NULL AND event_type = ANY($1::text[])`,
     [types],
@@ -81,7 +87,11 @@ export async function openGapOutline(q: Queryable, types: readonly string[]): Pr
 }
 
 /** Open gaps of these types first seen before `seenBefore`, as the matcher needs them. */
-export async function openGapsToMatch(q: Queryable, types: readonly string[], seenBefore: Date): Promise<Array<{ gap_id: number; event_type: string; delivery_created_at: Date | null; correspondence_id: string | null }>> {
+export async function openGapsToMatch(
+  q: Queryable,
+  types: readonly string[],
+  seenBefore: Date,
+): Promise<Array<{ gap_id: number; event_type: string; delivery_created_at: Date | null; correspondence_id: string | null }>> {
   const res = await q.query<{ gap_id: number; event_type: string; delivery_created_at: Date | null; correspondence_id: string | null }>(
     `SELECT gap_id::int AS gap_id, event_type, delivery_created_at, correspondence_id FROM reconcile_gaps
      WHERE status = 'open' AND event_type = ANY($1::text[]) AND first_seen_at <= $2 ORDER BY gap_id`,
@@ -96,18 +106,26 @@ export async function openGapsToMatch(q: Queryable, types: readonly string[], se
  */
 export async function closeGapWithEvidence(
   q: Queryable,
-  p: { gapId: number; status: 'recovered' | 'state_synced'; reason: string; evidence: Record<string, unknown>; explanationId: string; single: boolean },
+  p: {
+    gapId: number;
+    status: 'recovered' | 'state_synced';
+    reason: string;
+    evidence: Record<string, unknown>;
+    explanationId: string;
+    single: boolean;
+  },
 ): Promise<boolean> {
   if (p.single) {
-    const used = await q.query(`UPDATE reconcile_explanations SET used_by_gap = $2 WHERE explanation_id = $1 AND used_by_gap IS NULL`, [p.explanationId, p.gapId]);
+    const used = await q.query(`UPDATE reconcile_explanations SET used_by_gap = $2 WHERE explanation_id = $1 AND used_by_gap IS NULL`, [
+      p.explanationId,
+      p.gapId,
+    ]);
     if (used.rowCount === 0) return false;
   }
-  const res = await q.query(`UPDATE reconcile_gaps SET status = $2, resolved_at = now(), reason = $3, evidence = $4::jsonb WHERE gap_id = $1 AND status = 'open'`, [
-    p.gapId,
-    p.status,
-    p.reason,
-    JSON.stringify(p.evidence),
-  ]);
+  const res = await q.query(
+    `UPDATE reconcile_gaps SET status = $2, resolved_at = now(), reason = $3, evidence = $4::jsonb WHERE gap_id = $1 AND status = 'open'`,
+    [p.gapId, p.status, p.reason, JSON.stringify(p.evidence)],
+  );
   return res.rowCount === 1;
 }
 
@@ -154,7 +172,9 @@ export async function listGaps(q: Queryable, filter: { status?: GapStatus | unde
 /** By gap id or by event id, whichever the on-call engineer has at hand. */
 export async function getGap(q: Queryable, idOrEventId: string): Promise<Gap | undefined> {
   const byId = /^\d{1,18}$/.test(idOrEventId);
-  const res = await q.query<Gap>(`SELECT ${GAP_COLUMNS} FROM reconcile_gaps WHERE ${byId ? 'gap_id = $1::bigint' : 'event_id = $1'}`, [idOrEventId]);
+  const res = await q.query<Gap>(`SELECT ${GAP_COLUMNS} FROM reconcile_gaps WHERE ${byId ? 'gap_id = $1::bigint' : 'event_id = $1'}`, [
+    idOrEventId,
+  ]);
   return res.rows[0];
 }
 

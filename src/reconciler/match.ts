@@ -87,7 +87,12 @@ export function matchGaps<E extends ExplanationToMatch>(gaps: readonly GapToMatc
       let best: E | undefined;
       for (const e of pool) {
         if (usedSingles.has(e.explanation_id) || !fits(g, e)) continue;
-        if (!best || e.window_to.getTime() < best.window_to.getTime() || (e.window_to.getTime() === best.window_to.getTime() && e.explanation_id < best.explanation_id)) best = e;
+        if (
+          !best ||
+          e.window_to.getTime() < best.window_to.getTime() ||
+          (e.window_to.getTime() === best.window_to.getTime() && e.explanation_id < best.explanation_id)
+        )
+          best = e;
       }
       if (best) take(g, best);
     }

@@ -61,7 +61,13 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     const started = clock.now();
     const dryRun = options.dryRun ?? false;
     const runId = dryRun ? null : await startRun(db, false, holder);
-    const progress: ReconcileProgress = { phase: 'dead-deliveries', pages: 0, deliveries_scanned: 0, gaps_found: 0, correspondences_reread: 0 };
+    const progress: ReconcileProgress = {
+      phase: 'dead-deliveries',
+      pages: 0,
+      deliveries_scanned: 0,
+      gaps_found: 0,
+      correspondences_reread: 0,
+    };
     const summary: ReconcileSummary = {
       run_id: runId,
       dry_run: dryRun,
@@ -93,11 +99,17 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         summary.deliveries_scanned += walked.scanned;
         summary.deliveries_skipped += walked.skipped;
         summary.gaps_found += walked.gaps_found;
-        if (walked.earliestGapDelivery && (!earliestGap || walked.earliestGapDelivery < earliestGap)) earliestGap = walked.earliestGapDelivery;
+        if (walked.earliestGapDelivery && (!earliestGap || walked.earliestGapDelivery < earliestGap))
+          earliestGap = walked.earliestGapDelivery;
 
         progress.phase = 'at-risk';
         options.onProgress?.(progress);
-        const risk = await findAtRisk(api, endpointId, new Date(clock.now() - (options.atRiskAfterMs ?? 15 * 60_000)), options.pageSize ?? 200);
+        const risk = await findAtRisk(
+          api,
+          endpointId,
+          new Date(clock.now() - (options.atRiskAfterMs ?? 15 * 60_000)),
+          options.pageSize ?? 200,
+        );
         summary.at_risk.count += risk.count;
         summary.at_risk.sample.push(...risk.sample.slice(0, 20 - summary.at_risk.sample.length));
         progress.phase = 'dead-deliveries';
@@ -106,7 +118,12 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
 
       // Types nothing consumes close as not_consumed: an outage where nothing needed was lost ends clean.
       const isConsumed = consumedBy(await readConsumption(db), options.consumedTypes ?? []);
-      if (!dryRun) summary.gaps_not_consumed += await closeNotConsumed(db, (await openGapTypes(db)).filter((t) => !isConsumed(t)), runId);
+      if (!dryRun)
+        summary.gaps_not_consumed += await closeNotConsumed(
+          db,
+          (await openGapTypes(db)).filter((t) => !isConsumed(t)),
+          runId,
+        );
 
       // Pass 2: re-read every file that changed since the earliest open gap (or the last walk), and those gaps name.
       progress.phase = 're-read';
@@ -121,7 +138,9 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
           dryRun,
           runId,
           matchWindowMs,
-          earliestGap: [outline.earliestDelivery, earliestGap].filter((d): d is Date => d !== null).sort((a, b) => a.getTime() - b.getTime())[0] ?? null,
+          earliestGap:
+            [outline.earliestDelivery, earliestGap].filter((d): d is Date => d !== null).sort((a, b) => a.getTime() - b.getTime())[0] ??
+            null,
           namedIds: outline.correspondenceIds,
           onFile: () => {
             progress.correspondences_reread++;
@@ -137,7 +156,13 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       summary.synthetic_events_written = reread.written;
 
       if (!dryRun) {
-        const closed = await closeExplainedGaps(db, { rereadIds: [...reread.ok], standing: reread.standing, seenBefore: rereadStarted, rereadAt: rereadStarted, runId });
+        const closed = await closeExplainedGaps(db, {
+          rereadIds: [...reread.ok],
+          standing: reread.standing,
+          seenBefore: rereadStarted,
+          rereadAt: rereadStarted,
+          runId,
+        });
         summary.gaps_recovered += closed.recovered;
         summary.gaps_state_synced += closed.stateSynced;
         const failed = reread.failures.length;
@@ -161,7 +186,10 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         metrics?.reconcileGapsOpen.set(summary.gaps_open);
         metrics?.reconcileLastSuccess.set(Math.floor(clock.now() / 1000));
       }
-      logger.info({ ...summary, at_risk: summary.at_risk.count, reread_failures: summary.reread_failures.length }, 'reconcile run finished');
+      logger.info(
+        { ...summary, at_risk: summary.at_risk.count, reread_failures: summary.reread_failures.length },
+        'reconcile run finished',
+      );
       return summary;
     } catch (err) {
       summary.outcome = 'failed';
@@ -182,7 +210,10 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         if (clock.now() >= deadline || options.signal?.aborted) {
           const held = await currentRun(db).catch(() => undefined);
           metrics?.reconcileRuns.inc({ outcome: 'skipped_not_leader' });
-          logger.info({ holder: held?.holder, since: held?.started_at, run_id: held?.run_id }, 'another replica is reconciling; skipping this run');
+          logger.info(
+            { holder: held?.holder, since: held?.started_at, run_id: held?.run_id },
+            'another replica is reconciling; skipping this run',
+          );
           return { ran: false, reason: 'not_leader', holder: held };
         }
         await sleep(Math.min(1000, Math.max(10, deadline - clock.now())));

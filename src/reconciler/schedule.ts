@@ -11,7 +11,10 @@ import type { Reconciler } from './reconcile.js';
  */
 export function createReconcileSchedule(options: { reconciler: Reconciler; expression: string; logger: Logger }): Component {
   if (!cron.validate(options.expression)) {
-    throw new ConfigError('POSTROOM_RECONCILE_CRON', `"${options.expression}" is not a cron expression (e.g. "*/5 * * * *" for every 5 minutes)`);
+    throw new ConfigError(
+      'POSTROOM_RECONCILE_CRON',
+      `"${options.expression}" is not a cron expression (e.g. "*/5 * * * *" for every 5 minutes)`,
+    );
   }
   let task: ReturnType<typeof cron.schedule> | undefined;
   let current: Promise<unknown> | undefined;
@@ -22,7 +25,9 @@ export function createReconcileSchedule(options: { reconciler: Reconciler; expre
       task = cron.schedule(
         options.expression,
         async () => {
-          current = options.reconciler.run({ signal: abort.signal }).catch((err) => options.logger.error({ err }, 'reconcile run failed; the next tick retries'));
+          current = options.reconciler
+            .run({ signal: abort.signal })
+            .catch((err) => options.logger.error({ err }, 'reconcile run failed; the next tick retries'));
           await current;
           current = undefined;
         },

@@ -16,7 +16,13 @@ export async function getWatermark(q: Queryable, endpointId: string, status: str
 }
 
 /** After each page: where to pick up if this run dies. */
-export async function saveResumePoint(q: Queryable, endpointId: string, status: string, cursor: string | null, maxSeen: Date | null): Promise<void> {
+export async function saveResumePoint(
+  q: Queryable,
+  endpointId: string,
+  status: string,
+  cursor: string | null,
+  maxSeen: Date | null,
+): Promise<void> {
   await q.query(
     `INSERT INTO reconcile_watermarks (endpoint_id, delivery_status, resume_cursor, resume_max_seen)
      VALUES ($1, $2, $3, $4)
@@ -40,7 +46,10 @@ export async function completeWalk(q: Queryable, endpointId: string, status: str
 export async function startRun(q: Queryable, dryRun: boolean, holder: string): Promise<number> {
   // A run that never finished (killed) is marked so, not left "running" forever.
   await q.query(`UPDATE reconcile_runs SET outcome = 'interrupted', finished_at = now() WHERE outcome = 'running'`);
-  const res = await q.query<{ run_id: number }>('INSERT INTO reconcile_runs (dry_run, holder) VALUES ($1, $2) RETURNING run_id::int AS run_id', [dryRun, holder]);
+  const res = await q.query<{ run_id: number }>(
+    'INSERT INTO reconcile_runs (dry_run, holder) VALUES ($1, $2) RETURNING run_id::int AS run_id',
+    [dryRun, holder],
+  );
   return Number(res.rows[0]!.run_id);
 }
 
@@ -52,7 +61,9 @@ export interface LockHolder {
 
 /** The run in progress (the replica holding the reconcile lock), when it recorded itself. */
 export async function currentRun(q: Queryable): Promise<LockHolder | undefined> {
-  const res = await q.query<LockHolder>(`SELECT run_id::int AS run_id, holder, started_at FROM reconcile_runs WHERE outcome = 'running' ORDER BY run_id DESC LIMIT 1`);
+  const res = await q.query<LockHolder>(
+    `SELECT run_id::int AS run_id, holder, started_at FROM reconcile_runs WHERE outcome = 'running' ORDER BY run_id DESC LIMIT 1`,
+  );
   return res.rows[0];
 }
 
@@ -71,17 +82,26 @@ export async function saveListingWatermark(q: Queryable, plane: string, watermar
 }
 
 export async function finishRun(q: Queryable, runId: number, outcome: string, summary: unknown, error?: string): Promise<void> {
-  await q.query('UPDATE reconcile_runs SET finished_at = now(), outcome = $2, summary = $3::jsonb, error = $4 WHERE run_id = $1', [runId, outcome, JSON.stringify(summary), error ?? null]);
+  await q.query('UPDATE reconcile_runs SET finished_at = now(), outcome = $2, summary = $3::jsonb, error = $4 WHERE run_id = $1', [
+    runId,
+    outcome,
+    JSON.stringify(summary),
+    error ?? null,
+  ]);
 }
 
 export async function lastSuccessfulRun(q: Queryable): Promise<Date | undefined> {
-  const res = await q.query<{ finished_at: Date }>(`SELECT finished_at FROM reconcile_runs WHERE outcome IN ('clean', 'gaps_open') AND NOT dry_run ORDER BY finished_at DESC LIMIT 1`);
+  const res = await q.query<{ finished_at: Date }>(
+    `SELECT finished_at FROM reconcile_runs WHERE outcome IN ('clean', 'gaps_open') AND NOT dry_run ORDER BY finished_at DESC LIMIT 1`,
+  );
   return res.rows[0]?.finished_at;
 }
 
 /** Endpoints postroom has stored (created or rotated through it), not deleted. */
 export async function knownEndpointIds(q: Queryable): Promise<string[]> {
-  const res = await q.query<{ endpoint_id: string }>('SELECT endpoint_id FROM webhook_endpoints WHERE deleted_at IS NULL ORDER BY endpoint_id');
+  const res = await q.query<{ endpoint_id: string }>(
+    'SELECT endpoint_id FROM webhook_endpoints WHERE deleted_at IS NULL ORDER BY endpoint_id',
+  );
   return res.rows.map((r) => r.endpoint_id);
 }
 
@@ -92,7 +112,10 @@ export function sentLedger(q: Queryable): (created: { correspondence_id: string 
 
 export async function recordSentCorrespondence(q: Queryable, ids: readonly string[], source = 'client'): Promise<void> {
   if (ids.length === 0) return;
-  await q.query('INSERT INTO sent_correspondence (correspondence_id, source) SELECT unnest($1::text[]), $2 ON CONFLICT DO NOTHING', [ids, source]);
+  await q.query('INSERT INTO sent_correspondence (correspondence_id, source) SELECT unnest($1::text[]), $2 ON CONFLICT DO NOTHING', [
+    ids,
+    source,
+  ]);
 }
 
 export async function eventIdsInInbox(q: Queryable, ids: readonly string[]): Promise<Set<string>> {

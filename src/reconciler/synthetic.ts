@@ -78,7 +78,12 @@ const ms = (iso: string | null | undefined): number | null => {
  * - A claim code that lapsed or was redeemed has no event to reproduce (no claim
  *   id on the file): state_synced through the participant's state.
  */
-export function planCorrespondence(service: ServiceFile, projected: ProjectedCorrespondence | undefined, observedAt: Date, toleranceMs: number): CorrespondencePlan {
+export function planCorrespondence(
+  service: ServiceFile,
+  projected: ProjectedCorrespondence | undefined,
+  observedAt: Date,
+  toleranceMs: number,
+): CorrespondencePlan {
   const id = service.correspondence_id;
   const events: SyntheticEnvelope[] = [];
   const explanations: Explanation[] = [];
@@ -94,7 +99,16 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
   const broad = { window_from: earliest, window_to: latest, anchor: new Date(updated), exact: false } as const;
 
   const explain = (e: Omit<Explanation, 'explanation_id' | 'correspondence_id'>, into: Explanation[] = explanations): void => {
-    const explanationId = syntheticEventId(id, 'explains', e.event_type, e.participant_id ?? '', e.window_from.toISOString(), e.window_to.toISOString(), e.synthetic_event_id ?? '', e.detail);
+    const explanationId = syntheticEventId(
+      id,
+      'explains',
+      e.event_type,
+      e.participant_id ?? '',
+      e.window_from.toISOString(),
+      e.window_to.toISOString(),
+      e.synthetic_event_id ?? '',
+      e.detail,
+    );
     into.push({ explanation_id: explanationId, correspondence_id: id, ...e });
   };
   const emit = (type: string, at: string, data: Record<string, unknown>, ...idParts: string[]): string => {
@@ -103,9 +117,15 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
     return eventId;
   };
 
-  const claimExplanation = (type: 'claim.claimed' | 'claim.expired', participantId: string | null, syntheticId: string | null, nth = 0): void => {
+  const claimExplanation = (
+    type: 'claim.claimed' | 'claim.expired',
+    participantId: string | null,
+    syntheticId: string | null,
+    nth = 0,
+  ): void => {
     const who = participantId ? `participant ${participantId}` : `a participant (${nth + 1} beyond the send's counts)`;
-    const became = type === 'claim.claimed' ? 'delivered (a redeemed claim code delivers)' : 'undeliverable (a lapsed claim code makes it so)';
+    const became =
+      type === 'claim.claimed' ? 'delivered (a redeemed claim code delivers)' : 'undeliverable (a lapsed claim code makes it so)';
     explain({
       event_type: type,
       participant_id: participantId,
@@ -186,7 +206,14 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
     let actedId: string | null = null;
     if (lastAct !== null && lastActAt !== null && (mineAt === null || lastActAt > mineAt)) {
       const at = new Date(lastActAt).toISOString();
-      actedId = emit('participant.acted', at, { participant_id: p.participant_id, act: lastAct, ref: p.ref }, p.participant_id, lastAct, at);
+      actedId = emit(
+        'participant.acted',
+        at,
+        { participant_id: p.participant_id, act: lastAct, ref: p.ref },
+        p.participant_id,
+        lastAct,
+        at,
+      );
       explain({
         event_type: 'participant.acted',
         participant_id: p.participant_id,
@@ -200,7 +227,13 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
         detail: `participant ${p.participant_id} acted "${lastAct}" at ${at}; participant.acted written`,
       });
     } else if (becameDelivered) {
-      actedId = emit('participant.acted', lastChange, { participant_id: p.participant_id, act: 'delivered', ref: p.ref }, p.participant_id, 'delivered');
+      actedId = emit(
+        'participant.acted',
+        lastChange,
+        { participant_id: p.participant_id, act: 'delivered', ref: p.ref },
+        p.participant_id,
+        'delivered',
+      );
       explain({
         event_type: 'participant.acted',
         participant_id: p.participant_id,
@@ -237,25 +270,51 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
     // Delivered later than the file's creation is what a redeemed claim looks like; undeliverable, a lapsed one.
     if (m?.state === p.state && created !== null) {
       if (p.state === 'delivered' && lastActAt !== null && lastActAt > created) {
-        explain({ event_type: 'claim.claimed', participant_id: p.participant_id, ...broad, outcome: 'state_synced', single: true, synthetic_event_id: null, detail: `participant ${p.participant_id} was delivered after the file was created, and the read model has it: a redeemed claim's effect; the claim event itself cannot be reproduced` }, standing);
+        explain(
+          {
+            event_type: 'claim.claimed',
+            participant_id: p.participant_id,
+            ...broad,
+            outcome: 'state_synced',
+            single: true,
+            synthetic_event_id: null,
+            detail: `participant ${p.participant_id} was delivered after the file was created, and the read model has it: a redeemed claim's effect; the claim event itself cannot be reproduced`,
+          },
+          standing,
+        );
       }
       if (p.state === 'undeliverable') {
-        explain({ event_type: 'claim.expired', participant_id: p.participant_id, ...broad, outcome: 'state_synced', single: true, synthetic_event_id: null, detail: `participant ${p.participant_id} is undeliverable, and the read model has it: a lapsed claim's effect; the claim event itself cannot be reproduced` }, standing);
+        explain(
+          {
+            event_type: 'claim.expired',
+            participant_id: p.participant_id,
+            ...broad,
+            outcome: 'state_synced',
+            single: true,
+            synthetic_event_id: null,
+            detail: `participant ${p.participant_id} is undeliverable, and the read model has it: a lapsed claim's effect; the claim event itself cannot be reproduced`,
+          },
+          standing,
+        );
       }
     }
     // A participant the read model never saw (its file's created event was missed too) may have been held as
     // well: its state now comes from the snapshot, so a claim event of it is state-synced all the same.
     const mayHaveBeenHeld = m === undefined || m.state === 'held';
     if (!service.send_summary && becameDelivered && mayHaveBeenHeld) claimExplanation('claim.claimed', p.participant_id, actedId);
-    if (!service.send_summary && p.state === 'undeliverable' && mayHaveBeenHeld) claimExplanation('claim.expired', p.participant_id, snapshotId);
+    if (!service.send_summary && p.state === 'undeliverable' && mayHaveBeenHeld)
+      claimExplanation('claim.expired', p.participant_id, snapshotId);
   }
   // A queued send's summary freezes the counts when it drained; participants delivered or undeliverable beyond
   // those counts changed afterwards, which for held participants is a claim redeemed or lapsed.
   if (service.send_summary) {
-    const newly = (state: string): number => participants.filter((p) => p.state === state && mine.get(p.participant_id)?.state !== state).length;
-    const since = (state: 'delivered' | 'undeliverable'): number => participants.filter((p) => p.state === state).length - service.send_summary![state];
+    const newly = (state: string): number =>
+      participants.filter((p) => p.state === state && mine.get(p.participant_id)?.state !== state).length;
+    const since = (state: 'delivered' | 'undeliverable'): number =>
+      participants.filter((p) => p.state === state).length - service.send_summary![state];
     for (let i = 0; i < Math.min(newly('delivered'), since('delivered')); i++) claimExplanation('claim.claimed', null, snapshotId, i);
-    for (let i = 0; i < Math.min(newly('undeliverable'), since('undeliverable')); i++) claimExplanation('claim.expired', null, snapshotId, i);
+    for (let i = 0; i < Math.min(newly('undeliverable'), since('undeliverable')); i++)
+      claimExplanation('claim.expired', null, snapshotId, i);
   }
 
   if (statusRank(service.status) === 2 && (projected === undefined || projected.status === null || statusRank(projected.status) < 2)) {
@@ -274,9 +333,25 @@ export function planCorrespondence(service: ServiceFile, projected: ProjectedCor
 
   const s = service.send_summary;
   const mineS = projected?.send_summary;
-  if (s && (!mineS || mineS.delivered !== s.delivered || mineS.held !== s.held || mineS.undeliverable !== s.undeliverable || mineS.total !== s.total)) {
+  if (
+    s &&
+    (!mineS ||
+      mineS.delivered !== s.delivered ||
+      mineS.held !== s.held ||
+      mineS.undeliverable !== s.undeliverable ||
+      mineS.total !== s.total)
+  ) {
     const summary = { delivered: s.delivered, held: s.held, undeliverable: s.undeliverable, total: s.total };
-    const eventId = emit('correspondence.send_completed', lastChange, summary, 'summary', String(s.delivered), String(s.held), String(s.undeliverable), String(s.total));
+    const eventId = emit(
+      'correspondence.send_completed',
+      lastChange,
+      summary,
+      'summary',
+      String(s.delivered),
+      String(s.held),
+      String(s.undeliverable),
+      String(s.total),
+    );
     explain({
       event_type: 'correspondence.send_completed',
       participant_id: null,

@@ -55,10 +55,13 @@ export function createTimers(): Timers {
   const live = new Set<NodeJS.Timeout>();
   return {
     set(fn, ms) {
-      const t = setTimeout(() => {
-        live.delete(t);
-        fn();
-      }, Math.max(0, ms));
+      const t = setTimeout(
+        () => {
+          live.delete(t);
+          fn();
+        },
+        Math.max(0, ms),
+      );
       t.unref();
       live.add(t);
     },

@@ -10,16 +10,24 @@ export const ADDRESSING_TYPES = ['nin', 'email', 'cac', 'claim_code'] as const;
 export const addressingSchema = z.discriminatedUnion(
   'type',
   [
-    z.object({ type: z.literal('nin'), nin: z.string({ error: 'required: the eleven-digit NIN' }).regex(/^\d{11}$/, 'a NIN is exactly eleven digits (0-9)') }),
+    z.object({
+      type: z.literal('nin'),
+      nin: z.string({ error: 'required: the eleven-digit NIN' }).regex(/^\d{11}$/, 'a NIN is exactly eleven digits (0-9)'),
+    }),
     z.object({
       type: z.literal('email'),
-      email: z.string({ error: 'required: the e-mail address' }).max(254).regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'not an e-mail address'),
+      email: z
+        .string({ error: 'required: the e-mail address' })
+        .max(254)
+        .regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'not an e-mail address'),
     }),
     z.object({
       type: z.literal('cac'),
-      cac: z.string({ error: 'required: the CAC registration number' }).regex(/^(RC|BN|IT)?\d{4,10}$/i, 'a CAC number is 4 to 10 digits, optionally prefixed RC, BN or IT'),
+      cac: z
+        .string({ error: 'required: the CAC registration number' })
+        .regex(/^(RC|BN|IT)?\d{4,10}$/i, 'a CAC number is 4 to 10 digits, optionally prefixed RC, BN or IT'),
     }),
-    z.object({ type: z.literal('claim_code'), name: z.string({ error: 'required: the recipient\'s name' }).trim().min(1).max(200) }),
+    z.object({ type: z.literal('claim_code'), name: z.string({ error: "required: the recipient's name" }).trim().min(1).max(200) }),
   ],
   { error: (iss) => (iss.code === 'invalid_union' ? `type must be one of ${ADDRESSING_TYPES.join(', ')}` : undefined) },
 );

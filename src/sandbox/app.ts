@@ -11,7 +11,13 @@ export const CONTROL_PREFIX = '/sandbox';
  * control routes under /sandbox, both behind an API key, both JSON with the same
  * error shape.
  */
-export function createSandboxApp(deps: { keys: KeyStore; logger: Logger; maxBodyBytes: number; api: express.Router[]; control: express.Router }): express.Express {
+export function createSandboxApp(deps: {
+  keys: KeyStore;
+  logger: Logger;
+  maxBodyBytes: number;
+  api: express.Router[];
+  control: express.Router;
+}): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -22,7 +28,12 @@ export function createSandboxApp(deps: { keys: KeyStore; logger: Logger; maxBody
   const auth = authenticate(deps.keys);
 
   app.get('/', (_req, res) => {
-    res.json({ service: 'postroom sandbox (a local stand-in for the Correspondence Delivery Service)', api: API_PREFIX, control: CONTROL_PREFIX, docs: 'docs/sandbox.md' });
+    res.json({
+      service: 'postroom sandbox (a local stand-in for the Correspondence Delivery Service)',
+      api: API_PREFIX,
+      control: CONTROL_PREFIX,
+      docs: 'docs/sandbox.md',
+    });
   });
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

@@ -15,7 +15,10 @@ import type { Correspondence } from './state.js';
 export interface ChangeLog {
   /** The file changed at `at` (epoch ms): next sequence number, `updatedAt`, end of the order. */
   record(c: Correspondence, at: number): void;
-  page(plane: Plane, query: { afterSeq: number; updatedSince: number | undefined; limit: number }): { items: Correspondence[]; more: boolean };
+  page(
+    plane: Plane,
+    query: { afterSeq: number; updatedSince: number | undefined; limit: number },
+  ): { items: Correspondence[]; more: boolean };
 }
 
 interface Entry {
@@ -69,7 +72,11 @@ export function createChangeLog(): ChangeLog {
     page(plane, { afterSeq, updatedSince, limit }) {
       const { entries } = planes.get(plane)!;
       let i = lowerBound(entries, (e) => e.seq, afterSeq + 1);
-      if (updatedSince !== undefined) i = Math.max(i, lowerBound(entries, (e) => e.maxAt, updatedSince));
+      if (updatedSince !== undefined)
+        i = Math.max(
+          i,
+          lowerBound(entries, (e) => e.maxAt, updatedSince),
+        );
       const items: Correspondence[] = [];
       for (; i < entries.length; i++) {
         const e = entries[i]!;
@@ -92,6 +99,7 @@ export function decodeChangeCursor(cursor: string, plane: Plane): number {
   const text = cursor.length <= 200 ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
   const m = /^c1:(sandbox|live):(\d{1,15})$/.exec(text);
   if (!m) throw apiErrors.invalid('cursor', 'not a cursor this API returned; pass next_cursor back unchanged');
-  if (m[1] !== plane) throw apiErrors.invalid('cursor', `this cursor was returned on the ${m[1]} plane; a key of the ${plane} plane cannot use it`);
+  if (m[1] !== plane)
+    throw apiErrors.invalid('cursor', `this cursor was returned on the ${m[1]} plane; a key of the ${plane} plane cannot use it`);
   return Number(m[2]);
 }

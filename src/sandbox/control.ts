@@ -1,6 +1,15 @@
 import type { Activity } from './activity.js';
 import type { Addressing } from './addressing.js';
-import { SUBSCRIBABLE_EVENT_TYPES, isEventType, type DeliveryStatus, type EventType, type ParticipantAct, type Plane, PARTICIPANT_ACTS, EVENT_TYPES } from './catalogue.js';
+import {
+  SUBSCRIBABLE_EVENT_TYPES,
+  isEventType,
+  type DeliveryStatus,
+  type EventType,
+  type ParticipantAct,
+  type Plane,
+  PARTICIPANT_ACTS,
+  EVENT_TYPES,
+} from './catalogue.js';
 import type { CorrespondenceService } from './correspondence.js';
 import { toRecord, type DeliveryRecord, type DeliveryStore } from './deliveries.js';
 import type { Dispatcher, FaultLogEntry } from './dispatcher.js';
@@ -71,7 +80,10 @@ export interface SandboxControl {
   /** On the sandbox plane unless `plane` says otherwise. */
   campaignStatus(input: { campaignId?: string; status: string; plane?: Plane }): EventSummary;
   /** `fired`: the events of `type` asked for; `events`: everything the changes fired, in order. On the sandbox plane unless `plane` says otherwise. */
-  trigger(type: EventType, options?: { count?: number; act?: ParticipantAct; plane?: Plane }): { fired: EventSummary[]; events: EventSummary[] };
+  trigger(
+    type: EventType,
+    options?: { count?: number; act?: ParticipantAct; plane?: Plane },
+  ): { fired: EventSummary[]; events: EventSummary[] };
   /**
    * A webhook endpoint without the API (URL rules still apply); subscribes to every type unless `events` is given.
    * It belongs to `plane` (default sandbox) and receives only that plane's events.
@@ -85,8 +97,15 @@ export interface SandboxControl {
   faultLog(): FaultLogEntry[];
 
   /** History-only records, cheaply: for paging and reconcile benchmarks at 100k+. */
-  seedDeliveries(input: { endpointId: string; count: number; status?: DeliveryStatus; eventType?: string }): { count: number; first_delivery_id: string | null; last_delivery_id: string | null };
-  deliveries(query?: { limit?: number; status?: DeliveryStatus; endpointId?: string; cursor?: string }): { deliveries: DeliveryRecord[]; next_cursor: string | null };
+  seedDeliveries(input: { endpointId: string; count: number; status?: DeliveryStatus; eventType?: string }): {
+    count: number;
+    first_delivery_id: string | null;
+    last_delivery_id: string | null;
+  };
+  deliveries(query?: { limit?: number; status?: DeliveryStatus; endpointId?: string; cursor?: string }): {
+    deliveries: DeliveryRecord[];
+    next_cursor: string | null;
+  };
 
   wallet(): { balance: number; currency: string; price_per_recipient: number };
   fundWallet(amount: number): { balance: number; currency: string; price_per_recipient: number };
@@ -140,10 +159,17 @@ export function createControl(deps: {
       if (!e) throw apiErrors.notFound('event', id);
       return { ...summarise(e), data: e.data };
     },
-    claims: () => [...state.claims.values()].map((c) => ({ claim_id: c.claimId, correspondence_id: c.correspondenceId, participant_id: c.participantId, status: c.status })),
+    claims: () =>
+      [...state.claims.values()].map((c) => ({
+        claim_id: c.claimId,
+        correspondence_id: c.correspondenceId,
+        participant_id: c.participantId,
+        status: c.status,
+      })),
 
     act(participantId, act) {
-      if (!(PARTICIPANT_ACTS as readonly string[]).includes(act)) throw apiErrors.invalid('act', `expected one of ${PARTICIPANT_ACTS.join(', ')}`);
+      if (!(PARTICIPANT_ACTS as readonly string[]).includes(act))
+        throw apiErrors.invalid('act', `expected one of ${PARTICIPANT_ACTS.join(', ')}`);
       return correspondence.act(participantId, act).map(summarise);
     },
     verifyRecipient(addressing) {
@@ -167,13 +193,18 @@ export function createControl(deps: {
       const c = correspondence.get(id);
       const docId =
         documentId ??
-        createDocument(deps, { filename: 'attachment.txt', media_type: 'text/plain', content_base64: Buffer.from(`attachment for ${id}`).toString('base64') }, c.plane).documentId;
+        createDocument(
+          deps,
+          { filename: 'attachment.txt', media_type: 'text/plain', content_base64: Buffer.from(`attachment for ${id}`).toString('base64') },
+          c.plane,
+        ).documentId;
       return summarise(correspondence.attach(id, docId));
     },
     claim: (claimId) => correspondence.claim(claimId).map(summarise),
     expireClaim: (claimId) => summarise(correspondence.expireClaim(claimId)),
     campaignStatus({ campaignId, status, plane = 'sandbox' }) {
-      if (typeof status !== 'string' || !/^[a-z_]{1,40}$/.test(status)) throw apiErrors.invalid('status', 'expected a lower-case status name such as running or completed');
+      if (typeof status !== 'string' || !/^[a-z_]{1,40}$/.test(status))
+        throw apiErrors.invalid('status', 'expected a lower-case status name such as running or completed');
       const id = campaignId ?? deps.ids.next('cmp');
       state.campaigns.set(id, { campaignId: id, status });
       return summarise(deps.events.emit('campaign.status_changed', { campaign_id: id, status }, { plane }));
@@ -181,18 +212,24 @@ export function createControl(deps: {
     trigger(type, options = {}) {
       if (!isEventType(type)) throw apiErrors.invalid('type', `expected one of ${EVENT_TYPES.join(', ')}`);
       const count = options.count ?? 1;
-      if (!Number.isInteger(count) || count < 1 || count > MAX_TRIGGER_COUNT) throw apiErrors.invalid('count', `expected a whole number from 1 to ${MAX_TRIGGER_COUNT}`);
-      if (options.act !== undefined && !(PARTICIPANT_ACTS as readonly string[]).includes(options.act)) throw apiErrors.invalid('act', `expected one of ${PARTICIPANT_ACTS.join(', ')}`);
+      if (!Number.isInteger(count) || count < 1 || count > MAX_TRIGGER_COUNT)
+        throw apiErrors.invalid('count', `expected a whole number from 1 to ${MAX_TRIGGER_COUNT}`);
+      if (options.act !== undefined && !(PARTICIPANT_ACTS as readonly string[]).includes(options.act))
+        throw apiErrors.invalid('act', `expected one of ${PARTICIPANT_ACTS.join(', ')}`);
       const fired: EventSummary[] = [];
       const events: EventSummary[] = [];
       for (let i = 0; i < count; i++) {
-        const r = deps.triggers.fire(type, { ...(options.act ? { act: options.act } : {}), ...(options.plane ? { plane: options.plane } : {}) });
+        const r = deps.triggers.fire(type, {
+          ...(options.act ? { act: options.act } : {}),
+          ...(options.plane ? { plane: options.plane } : {}),
+        });
         for (const e of r.events) events.push(summarise(e));
         for (const e of r.fired) fired.push(summarise(e));
       }
       return { fired, events };
     },
-    registerEndpoint: (input) => deps.endpoints.create({ url: input.url, events: input.events ?? [...SUBSCRIBABLE_EVENT_TYPES] }, input.plane ?? 'sandbox'),
+    registerEndpoint: (input) =>
+      deps.endpoints.create({ url: input.url, events: input.events ?? [...SUBSCRIBABLE_EVENT_TYPES] }, input.plane ?? 'sandbox'),
 
     faults: () => deps.faults.config(),
     setFaults(patch) {
@@ -213,21 +250,35 @@ export function createControl(deps: {
     faultLog: () => deps.dispatcher.faultLog(),
 
     seedDeliveries({ endpointId, count, status = 'dead', eventType }) {
-      if (!Number.isInteger(count) || count < 1 || count > MAX_SEED_COUNT) throw apiErrors.invalid('count', `expected a whole number from 1 to ${MAX_SEED_COUNT}`);
+      if (!Number.isInteger(count) || count < 1 || count > MAX_SEED_COUNT)
+        throw apiErrors.invalid('count', `expected a whole number from 1 to ${MAX_SEED_COUNT}`);
       if (!['pending', 'delivered', 'dead'].includes(status)) throw apiErrors.invalid('status', 'expected pending, delivered or dead');
-      if (eventType !== undefined && !isEventType(eventType)) throw apiErrors.invalid('event_type', `expected one of ${EVENT_TYPES.join(', ')}`);
+      if (eventType !== undefined && !isEventType(eventType))
+        throw apiErrors.invalid('event_type', `expected one of ${EVENT_TYPES.join(', ')}`);
       const endpoint = deps.endpoints.get(endpointId);
-      const r = deps.deliveries.seed({ endpointId, plane: endpoint.plane, count, status, ...(eventType === undefined ? {} : { eventType }) });
+      const r = deps.deliveries.seed({
+        endpointId,
+        plane: endpoint.plane,
+        count,
+        status,
+        ...(eventType === undefined ? {} : { eventType }),
+      });
       return { count: r.count, first_delivery_id: r.first ?? null, last_delivery_id: r.last ?? null };
     },
     deliveries(query = {}) {
-      const page = deps.deliveries.page({ limit: query.limit ?? 100, status: query.status, endpointId: query.endpointId, cursor: query.cursor });
+      const page = deps.deliveries.page({
+        limit: query.limit ?? 100,
+        status: query.status,
+        endpointId: query.endpointId,
+        cursor: query.cursor,
+      });
       return { deliveries: page.deliveries.map(toRecord), next_cursor: page.nextCursor };
     },
 
     wallet: walletView,
     fundWallet(amount) {
-      if (!Number.isInteger(amount) || amount < 1 || amount > 1e12) throw apiErrors.invalid('amount', 'expected a whole number of minor units from 1 to 10^12');
+      if (!Number.isInteger(amount) || amount < 1 || amount > 1e12)
+        throw apiErrors.invalid('amount', 'expected a whole number of minor units from 1 to 10^12');
       deps.wallet.fund(amount);
       return walletView();
     },

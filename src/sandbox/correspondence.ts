@@ -83,7 +83,11 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
   const on = (c: Correspondence, at: number): EmitOptions => ({ correspondenceId: c.correspondenceId, plane: c.plane, at });
   const acted = (p: Participant, act: string, at: number): SandboxEvent => {
     const c = get(p.correspondenceId);
-    const event = events.emit('participant.acted', { correspondence_id: p.correspondenceId, participant_id: p.participantId, act, ref: p.ref }, on(c, at));
+    const event = events.emit(
+      'participant.acted',
+      { correspondence_id: p.correspondenceId, participant_id: p.participantId, act, ref: p.ref },
+      on(c, at),
+    );
     p.lastAct = act;
     p.lastActAt = event.at;
     return event;
@@ -123,7 +127,11 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
     create(input, options) {
       // A document of the other plane does not exist for this one.
       const missing = input.document_ids.find((d) => !documentOn(state, d, options.plane));
-      if (missing !== undefined) throw apiErrors.unprocessable('unknown_document', `document_ids: no uploaded document ${JSON.stringify(missing.slice(0, 100))}.`, { field: 'document_ids', document_id: missing });
+      if (missing !== undefined)
+        throw apiErrors.unprocessable('unknown_document', `document_ids: no uploaded document ${JSON.stringify(missing.slice(0, 100))}.`, {
+          field: 'document_ids',
+          document_id: missing,
+        });
       const cost = options.plane === 'live' ? deps.wallet.pricePerRecipient * input.recipients.length : 0;
       if (cost > 0) deps.wallet.ensure(cost);
 
@@ -211,7 +219,8 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
       const p = participant(participantId);
       const c = get(p.correspondenceId);
       requireLive(c, `act on participant ${participantId}`);
-      if (p.state !== 'delivered') throw apiErrors.invalidState(`Participant ${participantId} is ${p.state}; only a delivered participant can act.`);
+      if (p.state !== 'delivered')
+        throw apiErrors.invalidState(`Participant ${participantId} is ${p.state}; only a delivered participant can act.`);
       const at = deps.clock.now();
       deps.changes.record(c, at);
       const out = [acted(p, act, at)];
@@ -231,7 +240,10 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
       if ('participantId' in target) {
         const p = participant(target.participantId);
         if (p.state !== 'held') throw apiErrors.invalidState(`Participant ${p.participantId} is ${p.state}, not held.`);
-        if (p.claimId !== undefined) throw apiErrors.invalidState(`Participant ${p.participantId} was addressed by claim code; it delivers when claim ${p.claimId} is claimed.`);
+        if (p.claimId !== undefined)
+          throw apiErrors.invalidState(
+            `Participant ${p.participantId} was addressed by claim code; it delivers when claim ${p.claimId} is claimed.`,
+          );
         const c = get(p.correspondenceId);
         requireLive(c, `deliver participant ${p.participantId}`);
         const at = deps.clock.now();
@@ -278,7 +290,8 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
       requireLive(c, 'attach a document');
       if (!documentOn(state, documentId, c.plane)) throw apiErrors.notFound('document', documentId);
       // Refused rather than ignored: the caller learns nothing was added and no event fires.
-      if (c.documentIds.includes(documentId)) throw apiErrors.invalidState(`Document ${documentId} is already attached to correspondence ${id}.`);
+      if (c.documentIds.includes(documentId))
+        throw apiErrors.invalidState(`Document ${documentId} is already attached to correspondence ${id}.`);
       const at = deps.clock.now();
       c.documentIds.push(documentId);
       deps.changes.record(c, at);
@@ -292,11 +305,16 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
       const p = participant(claim.participantId);
       const c = get(claim.correspondenceId);
       requireLive(c, `claim ${claimId}`);
-      if (p.state !== 'held') throw apiErrors.invalidState(`Participant ${p.participantId} is ${p.state}; a claim is redeemed once the send has completed.`);
+      if (p.state !== 'held')
+        throw apiErrors.invalidState(`Participant ${p.participantId} is ${p.state}; a claim is redeemed once the send has completed.`);
       const at = deps.clock.now();
       claim.status = 'claimed';
       deps.changes.record(c, at);
-      const claimed = events.emit('claim.claimed', { claim_id: claimId, correspondence_id: claim.correspondenceId, participant_id: p.participantId, ref: p.ref }, on(c, at));
+      const claimed = events.emit(
+        'claim.claimed',
+        { claim_id: claimId, correspondence_id: claim.correspondenceId, participant_id: p.participantId, ref: p.ref },
+        on(c, at),
+      );
       return [claimed, deliver(p, at)];
     },
 
@@ -305,14 +323,19 @@ export function createCorrespondenceService(deps: CorrespondenceDeps): Correspon
       if (!claim) throw apiErrors.notFound('claim', claimId);
       if (claim.status !== 'open') throw apiErrors.invalidState(`Claim ${claimId} is already ${claim.status}.`);
       const p = participant(claim.participantId);
-      if (p.state !== 'held') throw apiErrors.invalidState(`Participant ${p.participantId} is ${p.state}; a claim lapses once the send has completed.`);
+      if (p.state !== 'held')
+        throw apiErrors.invalidState(`Participant ${p.participantId} is ${p.state}; a claim lapses once the send has completed.`);
       // Lapse is time-driven, not a file operation: it happens on a sealed or withdrawn file too.
       const c = get(claim.correspondenceId);
       const at = deps.clock.now();
       claim.status = 'expired';
       p.state = 'undeliverable';
       deps.changes.record(c, at);
-      return events.emit('claim.expired', { claim_id: claimId, correspondence_id: claim.correspondenceId, participant_id: p.participantId, ref: p.ref }, on(c, at));
+      return events.emit(
+        'claim.expired',
+        { claim_id: claimId, correspondence_id: claim.correspondenceId, participant_id: p.participantId, ref: p.ref },
+        on(c, at),
+      );
     },
   };
 }

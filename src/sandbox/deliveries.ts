@@ -88,7 +88,8 @@ export interface DeliveryStore {
 
 type Key = { createdAt: number; deliveryId: string };
 const keyOf = (d: Delivery): Key => d;
-const compare = (a: Key, b: Key): number => a.createdAt - b.createdAt || (a.deliveryId < b.deliveryId ? -1 : a.deliveryId > b.deliveryId ? 1 : 0);
+const compare = (a: Key, b: Key): number =>
+  a.createdAt - b.createdAt || (a.deliveryId < b.deliveryId ? -1 : a.deliveryId > b.deliveryId ? 1 : 0);
 
 /**
  * Deliveries ordered by (created_at, delivery_id), ascending: new deliveries append at
@@ -159,10 +160,18 @@ export function createDeliveryStore(deps: { clock: Clock; ids: IdFactory }): Del
     },
     page(query) {
       const plane = query.plane === undefined ? '' : `${query.plane}|`;
-      const name = query.endpointId !== undefined ? (query.status ? `e:${query.endpointId}|${query.status}` : `e:${query.endpointId}`) : query.status ? `${plane}s:${query.status}` : `${plane}all`;
+      const name =
+        query.endpointId !== undefined
+          ? query.status
+            ? `e:${query.endpointId}|${query.status}`
+            : `e:${query.endpointId}`
+          : query.status
+            ? `${plane}s:${query.status}`
+            : `${plane}all`;
       const idx = indexes.get(name);
       const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-      if (!idx || (query.plane !== undefined && query.endpointId !== undefined && endpointPlane.get(query.endpointId) !== query.plane)) return { deliveries: [], nextCursor: null };
+      if (!idx || (query.plane !== undefined && query.endpointId !== undefined && endpointPlane.get(query.endpointId) !== query.plane))
+        return { deliveries: [], nextCursor: null };
       const { items, more } = idx.after(after, query.limit);
       const last = items[items.length - 1];
       return { deliveries: items, nextCursor: more && last ? encodeCursor(last) : null };

@@ -68,7 +68,14 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
 
   const note = (d: Delivery, attempt: number, fault: FaultLogEntry['fault'], delayMs?: number): void => {
     if (log.length >= FAULT_LOG_SIZE) log.shift();
-    log.push({ delivery_id: d.deliveryId, event_id: d.eventId, endpoint_id: d.endpointId, attempt, fault, ...(delayMs === undefined ? {} : { delay_ms: delayMs }) });
+    log.push({
+      delivery_id: d.deliveryId,
+      event_id: d.eventId,
+      endpoint_id: d.endpointId,
+      attempt,
+      fault,
+      ...(delayMs === undefined ? {} : { delay_ms: delayMs }),
+    });
   };
 
   const pump = (): void => {
@@ -110,8 +117,16 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
     deliveries.setStatus(d, status);
     activity.end();
-    if (status === 'dead') logger.info({ delivery_id: d.deliveryId, event_id: d.eventId, endpoint_id: d.endpointId, attempts: d.attempts, last_error: d.lastError }, 'sandbox delivery dead');
-    else logger.debug({ delivery_id: d.deliveryId, event_id: d.eventId, endpoint_id: d.endpointId, attempts: d.attempts }, 'sandbox delivery delivered');
+    if (status === 'dead')
+      logger.info(
+        { delivery_id: d.deliveryId, event_id: d.eventId, endpoint_id: d.endpointId, attempts: d.attempts, last_error: d.lastError },
+        'sandbox delivery dead',
+      );
+    else
+      logger.debug(
+        { delivery_id: d.deliveryId, event_id: d.eventId, endpoint_id: d.endpointId, attempts: d.attempts },
+        'sandbox delivery delivered',
+      );
   };
 
   async function send(d: Delivery, endpoint: Endpoint): Promise<string | undefined> {
@@ -143,10 +158,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       const text = (await res.body.text().catch(() => '')).replace(/\s+/g, ' ').trim().slice(0, ERROR_SNIPPET);
       return `HTTP ${res.statusCode}${text ? `: ${text}` : ''}`;
     } catch (err) {
-      if (ac.signal.aborted) return closed ? 'sandbox stopped during the attempt' : `timeout: no reply within ${options.attemptTimeoutMs} ms`;
+      if (ac.signal.aborted)
+        return closed ? 'sandbox stopped during the attempt' : `timeout: no reply within ${options.attemptTimeoutMs} ms`;
       const code = (err as { code?: string }).code;
       const cause = (err as { cause?: { code?: string } }).cause?.code;
-      if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return `timeout: no reply within ${options.attemptTimeoutMs} ms`;
+      if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT')
+        return `timeout: no reply within ${options.attemptTimeoutMs} ms`;
       return `connection error: ${[cause ?? code, describeError(err)].filter(Boolean).join(' ')}`.slice(0, 300);
     } finally {
       clearTimeout(timer);

@@ -36,6 +36,18 @@ export function documentOn(state: SandboxState, documentId: string, plane: Plane
   return d?.plane === plane ? d : undefined;
 }
 
-export function documentView(d: Document): { document_id: string; filename: string; media_type: string; size_bytes: number; created_at: string } {
-  return { document_id: d.documentId, filename: d.filename, media_type: d.mediaType, size_bytes: d.sizeBytes, created_at: new Date(d.createdAt).toISOString() };
+export function documentView(d: Document): {
+  document_id: string;
+  filename: string;
+  media_type: string;
+  size_bytes: number;
+  created_at: string;
+} {
+  return {
+    document_id: d.documentId,
+    filename: d.filename,
+    media_type: d.mediaType,
+    size_bytes: d.sizeBytes,
+    created_at: new Date(d.createdAt).toISOString(),
+  };
 }

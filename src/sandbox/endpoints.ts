@@ -33,7 +33,13 @@ export function generateSecret(): string {
   return `whsec_${randomToken(24)}`;
 }
 
-export function createEndpointService(deps: { state: SandboxState; clock: Clock; ids: IdFactory; allowPrivateTargets: boolean; lookup?: LookupAll | undefined }): EndpointService {
+export function createEndpointService(deps: {
+  state: SandboxState;
+  clock: Clock;
+  ids: IdFactory;
+  allowPrivateTargets: boolean;
+  lookup?: LookupAll | undefined;
+}): EndpointService {
   const { state } = deps;
 
   const get = (id: string, plane?: Plane): Endpoint => {
@@ -43,8 +49,12 @@ export function createEndpointService(deps: { state: SandboxState; clock: Clock;
   };
 
   const checkUrl = async (raw: unknown): Promise<string> => {
-    const result = await checkWebhookUrl(raw, { allowPrivateTargets: deps.allowPrivateTargets, ...(deps.lookup ? { lookup: deps.lookup } : {}) });
-    if (!result.ok) throw new SandboxApiError(422, 'invalid_webhook_url', `url: ${result.message}.`, { field: 'url', reason: result.reason });
+    const result = await checkWebhookUrl(raw, {
+      allowPrivateTargets: deps.allowPrivateTargets,
+      ...(deps.lookup ? { lookup: deps.lookup } : {}),
+    });
+    if (!result.ok)
+      throw new SandboxApiError(422, 'invalid_webhook_url', `url: ${result.message}.`, { field: 'url', reason: result.reason });
     return result.url;
   };
 
@@ -53,8 +63,10 @@ export function createEndpointService(deps: { state: SandboxState; clock: Clock;
     const out: string[] = [];
     for (const [i, t] of raw.entries()) {
       if (typeof t !== 'string') throw apiErrors.invalid(`events[${i}]`, 'expected an event type name (a string)');
-      if (t === 'webhook.test') throw apiErrors.invalid(`events[${i}]`, 'webhook.test cannot be subscribed to; every endpoint receives it from the test operation');
-      if (!isSubscribable(t)) throw apiErrors.invalid(`events[${i}]`, `unknown event type "${t.slice(0, 60)}"; accepted: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}`);
+      if (t === 'webhook.test')
+        throw apiErrors.invalid(`events[${i}]`, 'webhook.test cannot be subscribed to; every endpoint receives it from the test operation');
+      if (!isSubscribable(t))
+        throw apiErrors.invalid(`events[${i}]`, `unknown event type "${t.slice(0, 60)}"; accepted: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}`);
       if (!out.includes(t)) out.push(t);
     }
     return out;
@@ -71,7 +83,15 @@ export function createEndpointService(deps: { state: SandboxState; clock: Clock;
       // The spec: an endpoint created without `events` subscribes to nothing.
       const events = input.events === undefined ? [] : checkEvents(input.events);
       const active = input.active === undefined ? true : checkActive(input.active);
-      const e: Endpoint = { endpointId: deps.ids.next('we'), url, events, active, createdAt: deps.clock.now(), secret: generateSecret(), plane };
+      const e: Endpoint = {
+        endpointId: deps.ids.next('we'),
+        url,
+        events,
+        active,
+        createdAt: deps.clock.now(),
+        secret: generateSecret(),
+        plane,
+      };
       state.endpoints.set(e.endpointId, e);
       return { ...endpointView(e), secret: e.secret };
     },
@@ -89,12 +109,16 @@ export function createEndpointService(deps: { state: SandboxState; clock: Clock;
       const page = all.slice(start, start + limit);
       const more = start + limit < all.length;
       const last = page[page.length - 1];
-      return { endpoints: page.map(endpointView), next_cursor: more && last ? Buffer.from(`e1:${last.endpointId}`).toString('base64url') : null };
+      return {
+        endpoints: page.map(endpointView),
+        next_cursor: more && last ? Buffer.from(`e1:${last.endpointId}`).toString('base64url') : null,
+      };
     },
     get,
     async update(id, input, plane) {
       const e = get(id, plane);
-      if (input.url === undefined && input.events === undefined && input.active === undefined) throw apiErrors.invalid('body', 'send url and/or events (or active) to change');
+      if (input.url === undefined && input.events === undefined && input.active === undefined)
+        throw apiErrors.invalid('body', 'send url and/or events (or active) to change');
       const url = input.url === undefined ? e.url : await checkUrl(input.url);
       const events = input.events === undefined ? e.events : checkEvents(input.events);
       const active = input.active === undefined ? e.active : checkActive(input.active);

@@ -21,16 +21,23 @@ export class SandboxApiError extends PostroomError {
 }
 
 export const apiErrors = {
-  missingKey: () =>
-    new SandboxApiError(401, 'missing_api_key', 'Send the API key as `Authorization: Bearer <API_KEY>`.'),
+  missingKey: () => new SandboxApiError(401, 'missing_api_key', 'Send the API key as `Authorization: Bearer <API_KEY>`.'),
   invalidKey: () => new SandboxApiError(401, 'invalid_api_key', 'The API key is unknown, revoked or past its rotation grace period.'),
   insufficientScope: (scope: string) =>
-    new SandboxApiError(403, 'insufficient_scope', `This operation needs the scope ${scope}, which the API key does not carry.`, { required_scope: scope }),
-  widerKey: (scope: string) =>
-    new SandboxApiError(403, 'insufficient_scope', `That API key carries the scope ${scope}, which yours does not: a key cannot read, rotate or revoke a key wider than itself.`, {
+    new SandboxApiError(403, 'insufficient_scope', `This operation needs the scope ${scope}, which the API key does not carry.`, {
       required_scope: scope,
     }),
-  notFound: (what: string, id: string) => new SandboxApiError(404, 'not_found', `No ${what} with id ${JSON.stringify(id.slice(0, 100))}.`, { resource: what }),
+  widerKey: (scope: string) =>
+    new SandboxApiError(
+      403,
+      'insufficient_scope',
+      `That API key carries the scope ${scope}, which yours does not: a key cannot read, rotate or revoke a key wider than itself.`,
+      {
+        required_scope: scope,
+      },
+    ),
+  notFound: (what: string, id: string) =>
+    new SandboxApiError(404, 'not_found', `No ${what} with id ${JSON.stringify(id.slice(0, 100))}.`, { resource: what }),
   invalid: (field: string, message: string) => new SandboxApiError(400, 'invalid_request', `${field}: ${message}`, { field }),
   invalidState: (message: string) => new SandboxApiError(409, 'invalid_state', message),
   unprocessable: (code: string, message: string, extra: Record<string, unknown> = {}) => new SandboxApiError(422, code, message, extra),

@@ -24,7 +24,11 @@ export interface EventLog {
  * Every event the sandbox generates, in order, kept so tests can prove none was lost.
  * `onEvent` fans each one out to the endpoints that should receive it.
  */
-export function createEventLog(deps: { clock: Clock; ids: IdFactory; onEvent: (event: SandboxEvent, options: EmitOptions) => void }): EventLog {
+export function createEventLog(deps: {
+  clock: Clock;
+  ids: IdFactory;
+  onEvent: (event: SandboxEvent, options: EmitOptions) => void;
+}): EventLog {
   const events: SandboxEvent[] = [];
   const byId = new Map<string, SandboxEvent>();
   return {

@@ -67,11 +67,13 @@ export interface Faults {
 export function validateFaults(patch: Partial<FaultConfig>, what = 'faults'): Partial<FaultConfig> {
   const rate = (name: keyof FaultConfig): void => {
     const v = patch[name];
-    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 1)) throw new PostroomError('invalid_faults', `${what}.${name}: expected a number from 0 to 1`);
+    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 1))
+      throw new PostroomError('invalid_faults', `${what}.${name}: expected a number from 0 to 1`);
   };
   const ms = (name: keyof FaultConfig): void => {
     const v = patch[name];
-    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > MAX_DELAY_MS)) throw new PostroomError('invalid_faults', `${what}.${name}: expected milliseconds from 0 to ${MAX_DELAY_MS}`);
+    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > MAX_DELAY_MS))
+      throw new PostroomError('invalid_faults', `${what}.${name}: expected milliseconds from 0 to ${MAX_DELAY_MS}`);
   };
   rate('dropRate');
   rate('duplicateRate');
@@ -98,7 +100,8 @@ export function createFaults(deps: { seed: number; clock: Clock; initial?: Parti
       return this.config();
     },
     openFailureWindow(durationMs, endpointId) {
-      if (!Number.isFinite(durationMs) || durationMs <= 0 || durationMs > 86_400_000) throw new PostroomError('invalid_faults', 'failure window: duration must be from 1 ms to 24 h');
+      if (!Number.isFinite(durationMs) || durationMs <= 0 || durationMs > 86_400_000)
+        throw new PostroomError('invalid_faults', 'failure window: duration must be from 1 ms to 24 h');
       const from = deps.clock.now();
       const window: FailureWindow = { from, until: from + durationMs, ...(endpointId === undefined ? {} : { endpointId }) };
       config = { ...config, failureWindow: window };

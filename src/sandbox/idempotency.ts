@@ -14,7 +14,12 @@ export interface IdempotencyStore {
    * plane and the operation in `scope`. Only successes are stored: a refused request
    * can be corrected and retried under the same key.
    */
-  run(scope: string, key: string, request: unknown, fn: () => Promise<StoredResponse>): Promise<{ response: StoredResponse; replayed: boolean }>;
+  run(
+    scope: string,
+    key: string,
+    request: unknown,
+    fn: () => Promise<StoredResponse>,
+  ): Promise<{ response: StoredResponse; replayed: boolean }>;
 }
 
 interface Entry {
@@ -28,7 +33,8 @@ const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
 
 export function validateIdempotencyKey(raw: string | string[] | undefined): string | undefined {
   if (raw === undefined) return undefined;
-  if (Array.isArray(raw) || !KEY_SHAPE.test(raw)) throw apiErrors.invalid('Idempotency-Key', 'one header of 1 to 255 printable characters (a UUID is best)');
+  if (Array.isArray(raw) || !KEY_SHAPE.test(raw))
+    throw apiErrors.invalid('Idempotency-Key', 'one header of 1 to 255 printable characters (a UUID is best)');
   return raw;
 }
 
@@ -63,11 +69,17 @@ export function createIdempotencyStore(deps: { clock: Clock; ttlMs?: number; max
       const now = deps.clock.now();
       evict(now);
       const id = `${scope}\u0000${key}`;
-      const fingerprint = createHash('sha256').update(canonicalJson(request ?? null)).digest('hex');
+      const fingerprint = createHash('sha256')
+        .update(canonicalJson(request ?? null))
+        .digest('hex');
       const existing = entries.get(id);
       if (existing) {
         if (existing.fingerprint !== fingerprint) {
-          throw new SandboxApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was already used for this operation with a different request body; use a new key for a new request.');
+          throw new SandboxApiError(
+            422,
+            'idempotency_key_reused',
+            'This Idempotency-Key was already used for this operation with a different request body; use a new key for a new request.',
+          );
         }
         // Concurrent duplicates wait for the first; none runs the operation twice.
         return { response: await existing.result, replayed: true };

@@ -62,7 +62,10 @@ const KEY_BODY = /^[A-Za-z0-9_-]{1,200}$/;
  * caller a secret with scopes it lacks. `other_plane` is answered 404 (the other plane's
  * keys do not exist for this caller); a missing scope is answered 403 naming it.
  */
-export function keyAccess(caller: Caller, target: ApiKeyView): { ok: true } | { ok: false; reason: 'other_plane' } | { ok: false; reason: 'wider'; missingScope: Scope } {
+export function keyAccess(
+  caller: Caller,
+  target: ApiKeyView,
+): { ok: true } | { ok: false; reason: 'other_plane' } | { ok: false; reason: 'wider'; missingScope: Scope } {
   if (target.plane !== caller.plane) return { ok: false, reason: 'other_plane' };
   const missing = target.scopes.find((s) => !caller.scopes.has(s));
   return missing === undefined ? { ok: true } : { ok: false, reason: 'wider', missingScope: missing };
@@ -92,16 +95,25 @@ export function parseKeySpec(raw: string, what = '--key'): KeySpec {
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
-  if (scopes.length === 0) throw new PostroomError('invalid_flag', `${what}: no scopes after ":"; omit the colon for a key with every scope, or list scopes from: ${SCOPES.join(', ')}`);
+  if (scopes.length === 0)
+    throw new PostroomError(
+      'invalid_flag',
+      `${what}: no scopes after ":"; omit the colon for a key with every scope, or list scopes from: ${SCOPES.join(', ')}`,
+    );
   for (const s of scopes) {
-    if (!isScope(s)) throw new PostroomError('invalid_flag', `${what}: unknown scope "${s.slice(0, 60)}"; accepted scopes: ${SCOPES.join(', ')}`);
+    if (!isScope(s))
+      throw new PostroomError('invalid_flag', `${what}: unknown scope "${s.slice(0, 60)}"; accepted scopes: ${SCOPES.join(', ')}`);
   }
   return { key, scopes: scopes as Scope[] };
 }
 
 export function validateKey(key: string, what = 'key'): Plane {
   const plane = planeOf(key);
-  if (!plane) throw new PostroomError('invalid_flag', `${what}: an API key starts with ${Object.values(KEY_PREFIXES).join(' or ')} (the prefix selects the plane)`);
+  if (!plane)
+    throw new PostroomError(
+      'invalid_flag',
+      `${what}: an API key starts with ${Object.values(KEY_PREFIXES).join(' or ')} (the prefix selects the plane)`,
+    );
   if (!KEY_BODY.test(key.slice(KEY_PREFIXES[plane].length))) {
     throw new PostroomError('invalid_flag', `${what}: after the prefix, a key is 1 to 200 letters, digits, "_" or "-"`);
   }

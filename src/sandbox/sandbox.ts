@@ -85,10 +85,14 @@ function checkOptions(o: SandboxOptions): void {
   if (schedule !== undefined && (schedule.length > 50 || schedule.some((s) => !Number.isFinite(s) || s < 0 || s > 86_400))) {
     throw new ConfigError('retrySchedule', 'expected at most 50 waits, each from 0 to 86400 seconds');
   }
-  if (o.attemptTimeoutMs !== undefined && (!Number.isFinite(o.attemptTimeoutMs) || o.attemptTimeoutMs < 1 || o.attemptTimeoutMs > 600_000)) {
+  if (
+    o.attemptTimeoutMs !== undefined &&
+    (!Number.isFinite(o.attemptTimeoutMs) || o.attemptTimeoutMs < 1 || o.attemptTimeoutMs > 600_000)
+  ) {
     throw new ConfigError('attemptTimeoutMs', 'expected 1 to 600000 ms');
   }
-  if (o.seed !== undefined && (!Number.isInteger(o.seed) || o.seed < 0 || o.seed > 0xffff_ffff)) throw new ConfigError('seed', 'expected a whole number from 0 to 4294967295');
+  if (o.seed !== undefined && (!Number.isInteger(o.seed) || o.seed < 0 || o.seed > 0xffff_ffff))
+    throw new ConfigError('seed', 'expected a whole number from 0 to 4294967295');
 }
 
 /** An embeddable sandbox: state in memory, nothing listening until `listen()`. */
@@ -115,7 +119,13 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
 
   const deliveries = createDeliveryStore({ clock, ids });
   const faults = createFaults({ seed, clock, ...(options.faults ? { initial: options.faults } : {}) });
-  const endpoints = createEndpointService({ state, clock, ids, allowPrivateTargets: options.allowPrivateTargets ?? false, lookup: options.lookup });
+  const endpoints = createEndpointService({
+    state,
+    clock,
+    ids,
+    allowPrivateTargets: options.allowPrivateTargets ?? false,
+    lookup: options.lookup,
+  });
   const dispatcher = createDispatcher({
     deliveries,
     endpoint: (id) => state.endpoints.get(id),
@@ -135,16 +145,42 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     clock,
     ids,
     onEvent(event, target) {
-      const targets = target.endpointId !== undefined ? [state.endpoints.get(target.endpointId)].filter((e) => e !== undefined) : endpoints.subscribers(event.type, event.plane);
+      const targets =
+        target.endpointId !== undefined
+          ? [state.endpoints.get(target.endpointId)].filter((e) => e !== undefined)
+          : endpoints.subscribers(event.type, event.plane);
       for (const e of targets) dispatcher.enqueue(deliveries.create({ endpointId: e.endpointId, event }));
     },
   });
   const wallet = createWallet(options.wallet ?? {}, () => events);
   const changes = createChangeLog();
-  const correspondence = createCorrespondenceService({ state, events, clock, ids, timers, activity, wallet, changes, queueDelayMs: options.queueDelayMs ?? 250 });
+  const correspondence = createCorrespondenceService({
+    state,
+    events,
+    clock,
+    ids,
+    timers,
+    activity,
+    wallet,
+    changes,
+    queueDelayMs: options.queueDelayMs ?? 250,
+  });
   const triggers = createTriggers({ state, correspondence, endpoints, events, ids, clock });
   const idempotency = createIdempotencyStore({ clock });
-  const control = createControl({ state, correspondence, endpoints, events, deliveries, dispatcher, faults, triggers, wallet, activity, ids, clock });
+  const control = createControl({
+    state,
+    correspondence,
+    endpoints,
+    events,
+    deliveries,
+    dispatcher,
+    faults,
+    triggers,
+    wallet,
+    activity,
+    ids,
+    clock,
+  });
 
   const app = createSandboxApp({
     keys,
@@ -173,7 +209,8 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
 
   return {
     get url() {
-      if (url === undefined) throw new PostroomError('sandbox_not_listening', 'The sandbox is not listening yet: await sandbox.listen() first.');
+      if (url === undefined)
+        throw new PostroomError('sandbox_not_listening', 'The sandbox is not listening yet: await sandbox.listen() first.');
       return url;
     },
     get apiUrl() {
@@ -190,10 +227,16 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       s.keepAliveTimeout = 5_000;
       await new Promise<void>((resolve, reject) => {
         const onError = (err: NodeJS.ErrnoException): void => {
-          if (err.code === 'EADDRINUSE') reject(new ConfigError('--port', `port ${port} on ${host} is already in use; choose another with --port`, { cause: err }));
-          else if (err.code === 'EACCES') reject(new ConfigError('--port', `not allowed to listen on port ${port}; use a port above 1023`, { cause: err }));
+          if (err.code === 'EADDRINUSE')
+            reject(new ConfigError('--port', `port ${port} on ${host} is already in use; choose another with --port`, { cause: err }));
+          else if (err.code === 'EACCES')
+            reject(new ConfigError('--port', `not allowed to listen on port ${port}; use a port above 1023`, { cause: err }));
           else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') {
-            reject(new ConfigError('--host', `cannot listen on ${host}: not an address of this machine (try 127.0.0.1 or 0.0.0.0)`, { cause: err }));
+            reject(
+              new ConfigError('--host', `cannot listen on ${host}: not an address of this machine (try 127.0.0.1 or 0.0.0.0)`, {
+                cause: err,
+              }),
+            );
           } else reject(err);
         };
         s.once('error', onError);

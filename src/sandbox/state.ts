@@ -120,7 +120,13 @@ export interface CorrespondenceView {
   status: CorrespondenceStatus;
   created_at: string;
   updated_at: string;
-  participants: Array<{ participant_id: string; ref: string; state: ParticipantState; last_act: string | null; last_act_at: string | null }>;
+  participants: Array<{
+    participant_id: string;
+    ref: string;
+    state: ParticipantState;
+    last_act: string | null;
+    last_act_at: string | null;
+  }>;
   send_summary: SendSummary | null;
 }
 
@@ -134,7 +140,13 @@ export function correspondenceView(c: Correspondence): CorrespondenceView {
     status: c.status,
     created_at: new Date(c.createdAt).toISOString(),
     updated_at: new Date(c.updatedAt).toISOString(),
-    participants: c.participants.map((p) => ({ participant_id: p.participantId, ref: p.ref, state: p.state, last_act: p.lastAct, last_act_at: p.lastActAt })),
+    participants: c.participants.map((p) => ({
+      participant_id: p.participantId,
+      ref: p.ref,
+      state: p.state,
+      last_act: p.lastAct,
+      last_act_at: p.lastActAt,
+    })),
     send_summary: c.sendSummary ? { ...c.sendSummary } : null,
   };
 }
@@ -148,5 +160,11 @@ export interface EndpointView {
 }
 
 export function endpointView(e: Endpoint): EndpointView {
-  return { endpoint_id: e.endpointId, url: e.url, events: [...e.events], active: e.active, created_at: new Date(e.createdAt).toISOString() };
+  return {
+    endpoint_id: e.endpointId,
+    url: e.url,
+    events: [...e.events],
+    active: e.active,
+    created_at: new Date(e.createdAt).toISOString(),
+  };
 }

@@ -71,7 +71,16 @@ export interface TrafficRun {
   stop(): Promise<TrafficCounters>;
 }
 
-export const DEFAULT_MIX: Readonly<Record<TrafficOp, number>> = { send: 30, act: 30, verify: 6, seal: 10, withdraw: 4, attach: 6, claim: 4, campaign: 1 };
+export const DEFAULT_MIX: Readonly<Record<TrafficOp, number>> = {
+  send: 30,
+  act: 30,
+  verify: 6,
+  seal: 10,
+  withdraw: 4,
+  attach: 6,
+  claim: 4,
+  campaign: 1,
+};
 
 interface Tracked {
   id: string;
@@ -83,7 +92,16 @@ function isHeld(a: Addressing): boolean {
   return a.type !== 'claim_code' && outcomeFor(a) === 'held';
 }
 
-const SUBJECTS = ['Monthly statement', 'Payslip', 'Policy renewal notice', 'Loan agreement', 'Account update', 'Tax certificate', 'Consent form', 'Board resolution'];
+const SUBJECTS = [
+  'Monthly statement',
+  'Payslip',
+  'Policy renewal notice',
+  'Loan agreement',
+  'Account update',
+  'Tax certificate',
+  'Consent form',
+  'Board resolution',
+];
 const KINDS = ['statement', 'payslip', 'notice', 'agreement', 'form'];
 
 /**
@@ -130,12 +148,21 @@ export function startTraffic(options: TrafficOptions): TrafficRun {
   let wake: (() => void) | undefined;
   let startEvents: number | undefined;
 
-  async function call(method: 'GET' | 'POST', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown> } | undefined> {
+  async function call(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; json: Record<string, unknown> } | undefined> {
     try {
       const res = await request(`${base}${path}`, {
         method,
         ...(options.http ? { dispatcher: options.http } : {}),
-        headers: { authorization: `Bearer ${options.target.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+        headers: {
+          authorization: `Bearer ${options.target.apiKey}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         headersTimeout: 30_000,
         bodyTimeout: 30_000,
@@ -170,7 +197,8 @@ export function startTraffic(options: TrafficOptions): TrafficRun {
     const roll = prng.next();
     let addressing: Addressing;
     if (roll < 0.06) addressing = { type: 'claim_code', name: `Recipient ${counters.recipients + i}` };
-    else if (roll < 0.2) addressing = { type: 'email', email: `person${prng.int(1, 1_000_000)}${prng.chance(0.15) ? '+held' : ''}@example.com` };
+    else if (roll < 0.2)
+      addressing = { type: 'email', email: `person${prng.int(1, 1_000_000)}${prng.chance(0.15) ? '+held' : ''}@example.com` };
     else {
       const r = prng.next();
       addressing = { type: 'nin', nin: nin(r < 0.8 ? 'delivered' : r < 0.92 ? 'held' : 'undeliverable') };
@@ -227,7 +255,9 @@ export function startTraffic(options: TrafficOptions): TrafficRun {
         return send();
       case 'act': {
         const picked = await pickLive();
-        const delivered = ((picked?.view.participants ?? []) as Array<{ participant_id: string; state: string }>).filter((p) => p.state === 'delivered');
+        const delivered = ((picked?.view.participants ?? []) as Array<{ participant_id: string; state: string }>).filter(
+          (p) => p.state === 'delivered',
+        );
         if (!picked || delivered.length === 0) {
           counters.skipped++;
           return;
@@ -269,27 +299,40 @@ export function startTraffic(options: TrafficOptions): TrafficRun {
         const doc = await call(
           'POST',
           '/sender/v2/documents',
-          { filename: `addendum-${counters.attachments + 1}.pdf`, media_type: 'application/pdf', content_base64: Buffer.from(`%PDF-1.4 addendum ${counters.attachments + 1}`).toString('base64') },
+          {
+            filename: `addendum-${counters.attachments + 1}.pdf`,
+            media_type: 'application/pdf',
+            content_base64: Buffer.from(`%PDF-1.4 addendum ${counters.attachments + 1}`).toString('base64'),
+          },
           { 'idempotency-key': uuid() },
         );
-        if (doc && (await call('POST', `/sandbox/correspondence/${encodeURIComponent(picked.tracked.id)}/attach`, { document_id: doc.json.document_id }))) counters.attachments++;
+        if (
+          doc &&
+          (await call('POST', `/sandbox/correspondence/${encodeURIComponent(picked.tracked.id)}/attach`, {
+            document_id: doc.json.document_id,
+          }))
+        )
+          counters.attachments++;
         return;
       }
       case 'claim': {
         if (claims.length === 0) {
           const list = await call('GET', '/sandbox/claims');
-          for (const c of ((list?.json.claims ?? []) as Array<{ claim_id: string; status: string }>)) if (c.status === 'open') claims.push(c.claim_id);
+          for (const c of (list?.json.claims ?? []) as Array<{ claim_id: string; status: string }>)
+            if (c.status === 'open') claims.push(c.claim_id);
         }
         const claimId = claims.splice(prng.int(0, Math.max(0, claims.length - 1)), 1)[0];
         if (!claimId) {
           counters.skipped++;
           return;
         }
-        if (await call('POST', `/sandbox/claims/${encodeURIComponent(claimId)}/${prng.chance(0.8) ? 'claim' : 'expire'}`)) counters.claims++;
+        if (await call('POST', `/sandbox/claims/${encodeURIComponent(claimId)}/${prng.chance(0.8) ? 'claim' : 'expire'}`))
+          counters.claims++;
         return;
       }
       case 'campaign':
-        if (await call('POST', '/sandbox/campaigns/status', { status: prng.pick(['scheduled', 'running', 'completed']) })) counters.campaigns++;
+        if (await call('POST', '/sandbox/campaigns/status', { status: prng.pick(['scheduled', 'running', 'completed']) }))
+          counters.campaigns++;
         return;
     }
   }
@@ -325,7 +368,13 @@ export function startTraffic(options: TrafficOptions): TrafficRun {
       if (stopped) break;
       counters.operations++;
       if (windows && counters.operations % windows.everyOperations === 0) {
-        if (await call('POST', '/sandbox/faults/failure-window', { duration_ms: windows.durationMs, ...(windows.endpointId ? { endpoint_id: windows.endpointId } : {}) })) counters.failureWindows++;
+        if (
+          await call('POST', '/sandbox/faults/failure-window', {
+            duration_ms: windows.durationMs,
+            ...(windows.endpointId ? { endpoint_id: windows.endpointId } : {}),
+          })
+        )
+          counters.failureWindows++;
       }
       const op = live.length === 0 ? 'send' : prng.weighted(mix);
       await step(op);

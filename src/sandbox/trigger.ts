@@ -46,7 +46,11 @@ export function createTriggers(deps: {
   /** Eleven-digit synthetic NINs; the last digit picks the outcome (see addressing.ts). */
   const recipient = (lastDigit: 0 | 8 | 9): RecipientInput => {
     serial++;
-    return { addressing: { type: 'nin', nin: `${String(serial).padStart(10, '0')}${lastDigit}` }, display_name: `Synthetic Recipient ${serial}`, ref: `synthetic-${serial}` };
+    return {
+      addressing: { type: 'nin', nin: `${String(serial).padStart(10, '0')}${lastDigit}` },
+      display_name: `Synthetic Recipient ${serial}`,
+      ref: `synthetic-${serial}`,
+    };
   };
   let plane: Plane = 'sandbox';
   const send = (type: string, options: { queued?: boolean; plane?: Plane; recipients?: RecipientInput[] } = {}): Correspondence =>
@@ -89,7 +93,9 @@ export function createTriggers(deps: {
           break;
         case 'correspondence.send_completed':
           // Completed at once so the trigger can report the event it was asked for.
-          correspondence.completeSend(send(type, { queued: true, recipients: [recipient(0), recipient(8), recipient(9)] }).correspondenceId);
+          correspondence.completeSend(
+            send(type, { queued: true, recipients: [recipient(0), recipient(8), recipient(9)] }).correspondenceId,
+          );
           break;
         case 'participant.acted':
           correspondence.act(deliveredParticipant(type), options.act ?? 'read');
@@ -98,7 +104,15 @@ export function createTriggers(deps: {
           correspondence.act(deliveredParticipant(type), 'submitted');
           break;
         case 'document.attached': {
-          const doc = createDocument(deps, { filename: `attachment-${serial + 1}.txt`, media_type: 'text/plain', content_base64: Buffer.from(`synthetic attachment ${serial + 1}`).toString('base64') }, plane);
+          const doc = createDocument(
+            deps,
+            {
+              filename: `attachment-${serial + 1}.txt`,
+              media_type: 'text/plain',
+              content_base64: Buffer.from(`synthetic attachment ${serial + 1}`).toString('base64'),
+            },
+            plane,
+          );
           correspondence.attach(liveCorrespondence(type), doc.documentId);
           break;
         }
@@ -111,7 +125,9 @@ export function createTriggers(deps: {
         case 'claim.claimed':
         case 'claim.expired': {
           serial++;
-          const c = send(type, { recipients: [{ addressing: { type: 'claim_code', name: `Claimant ${serial}` }, ref: `claimant-${serial}` }] });
+          const c = send(type, {
+            recipients: [{ addressing: { type: 'claim_code', name: `Claimant ${serial}` }, ref: `claimant-${serial}` }],
+          });
           const claimId = c.participants[0]!.claimId!;
           if (type === 'claim.claimed') correspondence.claim(claimId);
           else correspondence.expireClaim(claimId);
@@ -139,7 +155,11 @@ export function createTriggers(deps: {
     },
     test(endpointId, onPlane) {
       const e = deps.endpoints.get(endpointId, onPlane);
-      return deps.events.emit('webhook.test', { message: `Test event from the postroom sandbox for endpoint ${endpointId}.` }, { endpointId, plane: e.plane });
+      return deps.events.emit(
+        'webhook.test',
+        { message: `Test event from the postroom sandbox for endpoint ${endpointId}.` },
+        { endpointId, plane: e.plane },
+      );
     },
   };
 }

@@ -110,7 +110,8 @@ export async function checkWebhookUrl(raw: unknown, options: UrlPolicyOptions): 
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
     return { ok: false, reason: 'scheme_not_allowed', message: `url must use https, not ${url.protocol.replace(':', '')}` };
   }
-  if (url.username !== '' || url.password !== '') return { ok: false, reason: 'credentials_in_url', message: 'url must not carry credentials (user:password@)' };
+  if (url.username !== '' || url.password !== '')
+    return { ok: false, reason: 'credentials_in_url', message: 'url must not carry credentials (user:password@)' };
 
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   let addresses: string[];
@@ -127,13 +128,19 @@ export async function checkWebhookUrl(raw: unknown, options: UrlPolicyOptions): 
   // Every address must pass: a name with one public and one private record could be steered to the private one.
   const allPublic = addresses.every(isPublicAddress);
   if (!allPublic && !options.allowPrivateTargets) {
-    return { ok: false, reason: 'non_public_address', message: `url host ${host} resolves to a private, loopback or otherwise non-public address` };
+    return {
+      ok: false,
+      reason: 'non_public_address',
+      message: `url host ${host} resolves to a private, loopback or otherwise non-public address`,
+    };
   }
   if (url.protocol === 'http:' && (!options.allowPrivateTargets || allPublic)) {
     return {
       ok: false,
       reason: 'scheme_not_allowed',
-      message: options.allowPrivateTargets ? 'url must use https; plain http is allowed only to private or loopback targets' : 'url must use https',
+      message: options.allowPrivateTargets
+        ? 'url must use https; plain http is allowed only to private or loopback targets'
+        : 'url must use https',
     };
   }
   return { ok: true, url: url.toString() };

@@ -33,15 +33,24 @@ export function createWallet(options: WalletOptions, events: () => EventLog): Wa
     pricePerRecipient,
     ensure(amount) {
       if (amount > balance) {
-        throw new SandboxApiError(402, 'insufficient_funds', `This send costs ${amount} and the wallet holds ${balance} (${currency} minor units); fund it with POST /sandbox/wallet/fund.`, {
-          required: amount,
-          balance,
-        });
+        throw new SandboxApiError(
+          402,
+          'insufficient_funds',
+          `This send costs ${amount} and the wallet holds ${balance} (${currency} minor units); fund it with POST /sandbox/wallet/fund.`,
+          {
+            required: amount,
+            balance,
+          },
+        );
       }
     },
     debit(amount, correspondenceId, at) {
       balance -= amount;
-      events().emit('wallet.debited', { amount, currency, correspondence_id: correspondenceId, balance }, { correspondenceId, plane: 'live', at });
+      events().emit(
+        'wallet.debited',
+        { amount, currency, correspondence_id: correspondenceId, balance },
+        { correspondenceId, plane: 'live', at },
+      );
     },
     fund(amount) {
       balance += amount;

@@ -37,7 +37,10 @@ export function parseEncryptionKey(raw: string): Buffer {
     const key = Buffer.from(text, 'base64');
     if (key.length === 32) return key;
   }
-  throw new ConfigError('POSTROOM_ENCRYPTION_KEY', 'expected 32 random bytes as 64 hex characters or base64 (generate one with `openssl rand -hex 32`)');
+  throw new ConfigError(
+    'POSTROOM_ENCRYPTION_KEY',
+    'expected 32 random bytes as 64 hex characters or base64 (generate one with `openssl rand -hex 32`)',
+  );
 }
 
 /**
@@ -69,7 +72,10 @@ export function createSecretCipher(key: Buffer): SecretCipher {
     },
     decrypt(endpointId, sealed) {
       if (sealed.version !== CIPHER_VERSION) {
-        throw new SecretDecryptError(endpointId, `the stored secret of endpoint ${endpointId} uses format version ${sealed.version}, which this build does not know`);
+        throw new SecretDecryptError(
+          endpointId,
+          `the stored secret of endpoint ${endpointId} uses format version ${sealed.version}, which this build does not know`,
+        );
       }
       if (sealed.keyId !== keyId) {
         throw new SecretDecryptError(
@@ -83,7 +89,11 @@ export function createSecretCipher(key: Buffer): SecretCipher {
         decipher.setAuthTag(sealed.tag);
         return Buffer.concat([decipher.update(sealed.ciphertext), decipher.final()]).toString('utf8');
       } catch (err) {
-        throw new SecretDecryptError(endpointId, `the stored secret of endpoint ${endpointId} failed authentication (altered, or moved from another endpoint's row)`, { cause: err });
+        throw new SecretDecryptError(
+          endpointId,
+          `the stored secret of endpoint ${endpointId} failed authentication (altered, or moved from another endpoint's row)`,
+          { cause: err },
+        );
       }
     },
   };

@@ -98,7 +98,10 @@ export async function saveEndpointSecret(db: Db, cipher: SecretCipher, input: Sa
     await recordEndpoint(tx, { endpoint_id: input.endpointId, ...input.endpoint });
     // The overlap bounds every older secret, not only the one being replaced: after a leak,
     // --overlap 0s must stop all of them, and a routine rotation never lengthens an older one's life.
-    await tx.query(`UPDATE endpoint_secrets SET expires_at = $2 WHERE endpoint_id = $1 AND state = 'previous' AND expires_at > $2`, [input.endpointId, expiresAt]);
+    await tx.query(`UPDATE endpoint_secrets SET expires_at = $2 WHERE endpoint_id = $1 AND state = 'previous' AND expires_at > $2`, [
+      input.endpointId,
+      expiresAt,
+    ]);
     const demoted = await tx.query(
       `UPDATE endpoint_secrets SET state = 'previous', expires_at = $2 WHERE endpoint_id = $1 AND state = 'current'`,
       [input.endpointId, expiresAt],
@@ -108,7 +111,10 @@ export async function saveEndpointSecret(db: Db, cipher: SecretCipher, input: Sa
        VALUES ($1, 'current', $2, $3, $4, $5, $6, $7)`,
       [input.endpointId, sealed.ciphertext, sealed.nonce, sealed.tag, sealed.keyId, sealed.version, input.now],
     );
-    await tx.query(`DELETE FROM endpoint_secrets WHERE endpoint_id = $1 AND state = 'previous' AND expires_at <= $2`, [input.endpointId, input.now]);
+    await tx.query(`DELETE FROM endpoint_secrets WHERE endpoint_id = $1 AND state = 'previous' AND expires_at <= $2`, [
+      input.endpointId,
+      input.now,
+    ]);
     await tx.query('SELECT pg_notify($1, $2)', [SECRETS_CHANNEL, input.endpointId]);
     return { replaced: demoted.rowCount };
   });
@@ -168,14 +174,24 @@ export async function describeEndpointSecrets(q: Queryable, endpointId: string):
 export async function retireEndpoint(db: Db, input: { endpointId: string; overlapSeconds: number; now: Date }): Promise<void> {
   const expiresAt = new Date(input.now.getTime() + input.overlapSeconds * 1000);
   await db.transaction(async (tx) => {
-    await tx.query(`UPDATE webhook_endpoints SET deleted_at = $2, active = false, updated_at = now() WHERE endpoint_id = $1`, [input.endpointId, input.now]);
-    await tx.query(`UPDATE endpoint_secrets SET state = 'previous', expires_at = $2 WHERE endpoint_id = $1 AND state = 'current'`, [input.endpointId, expiresAt]);
+    await tx.query(`UPDATE webhook_endpoints SET deleted_at = $2, active = false, updated_at = now() WHERE endpoint_id = $1`, [
+      input.endpointId,
+      input.now,
+    ]);
+    await tx.query(`UPDATE endpoint_secrets SET state = 'previous', expires_at = $2 WHERE endpoint_id = $1 AND state = 'current'`, [
+      input.endpointId,
+      expiresAt,
+    ]);
     await tx.query('SELECT pg_notify($1, $2)', [SECRETS_CHANNEL, input.endpointId]);
   });
 }
 
 /** Updates the recorded url/events of an endpoint postroom already knows (no-op otherwise). */
-export async function updateKnownEndpoint(q: Queryable, endpointId: string, patch: { url?: string | undefined; events?: readonly string[] | undefined }): Promise<boolean> {
+export async function updateKnownEndpoint(
+  q: Queryable,
+  endpointId: string,
+  patch: { url?: string | undefined; events?: readonly string[] | undefined },
+): Promise<boolean> {
   const res = await q.query(
     `UPDATE webhook_endpoints SET url = COALESCE($2, url), events = COALESCE($3::jsonb, events), updated_at = now() WHERE endpoint_id = $1`,
     [endpointId, patch.url ?? null, patch.events === undefined ? null : JSON.stringify(patch.events)],

@@ -4,8 +4,7 @@
  * the sender may evolve (unknown schemes are ignored, spaces around items allowed).
  */
 export type ParsedSignatureHeader =
-  | { ok: true; timestamp: number; v1: string[] }
-  | { ok: false; reason: 'missing_header' | 'malformed_header' };
+  { ok: true; timestamp: number; v1: string[] } | { ok: false; reason: 'missing_header' | 'malformed_header' };
 
 const MAX_HEADER_LENGTH = 8192;
 const MAX_ITEMS = 32;
@@ -13,7 +12,8 @@ const MAX_ITEMS = 32;
 export function parseSignatureHeader(header: string | string[] | undefined | null): ParsedSignatureHeader {
   if (header === undefined || header === null) return { ok: false, reason: 'missing_header' };
   // Several header lines would be joined differently by different proxies: refuse rather than guess.
-  if (Array.isArray(header)) return header.length === 0 ? { ok: false, reason: 'missing_header' } : { ok: false, reason: 'malformed_header' };
+  if (Array.isArray(header))
+    return header.length === 0 ? { ok: false, reason: 'missing_header' } : { ok: false, reason: 'malformed_header' };
   const trimmed = header.trim();
   if (trimmed === '') return { ok: false, reason: 'missing_header' };
   if (trimmed.length > MAX_HEADER_LENGTH) return { ok: false, reason: 'malformed_header' };

@@ -101,7 +101,12 @@ const CLAIM_PLAN = 'SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = o
 export async function claimBatch(db: Pick<Db, 'transaction'>, p: ClaimParams): Promise<ClaimedEvent[]> {
   return db.transaction(async (tx) => {
     await tx.exec(CLAIM_PLAN);
-    const res = await tx.query<ClaimedEvent & { raw_body: Uint8Array | null }>(CLAIM_SQL, [p.workerId, p.limit, p.leaseSeconds, p.orderingHoldSeconds]);
+    const res = await tx.query<ClaimedEvent & { raw_body: Uint8Array | null }>(CLAIM_SQL, [
+      p.workerId,
+      p.limit,
+      p.leaseSeconds,
+      p.orderingHoldSeconds,
+    ]);
     // The body is parsed here, in the worker, not by Postgres on the ingest path.
     return res.rows.map(({ raw_body, ...row }) => ({ ...row, payload: payloadOf({ payload: row.payload, raw_body }) }));
   });
@@ -131,7 +136,11 @@ FROM expired x
 WHERE i.event_id = x.event_id
 RETURNING i.event_id, i.type, i.status`;
 
-export async function reapExpiredLeases(q: Queryable, maxAttempts: number, limit = 1000): Promise<Array<{ event_id: string; type: string; status: 'failed' | 'dead' }>> {
+export async function reapExpiredLeases(
+  q: Queryable,
+  maxAttempts: number,
+  limit = 1000,
+): Promise<Array<{ event_id: string; type: string; status: 'failed' | 'dead' }>> {
   const res = await q.query<{ event_id: string; type: string; status: 'failed' | 'dead' }>(REAP_SQL, [maxAttempts, limit]);
   return res.rows;
 }

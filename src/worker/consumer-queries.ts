@@ -10,7 +10,10 @@ import type { Consumption } from '../events/registry.js';
  * type once consumed is never closed as not consumed).
  */
 export async function recordConsumption(q: Queryable, c: Consumption): Promise<void> {
-  const key = createHash('sha256').update(JSON.stringify([c.everyType, c.unknownTypes, [...c.types].sort()])).digest('hex').slice(0, 32);
+  const key = createHash('sha256')
+    .update(JSON.stringify([c.everyType, c.unknownTypes, [...c.types].sort()]))
+    .digest('hex')
+    .slice(0, 32);
   await q.query(
     `INSERT INTO event_consumers (consumer_key, types, every_type, unknown_types) VALUES ($1, $2::text[], $3, $4)
      ON CONFLICT (consumer_key) DO UPDATE SET seen_at = now()`,
@@ -25,7 +28,9 @@ export interface RecordedConsumption {
 }
 
 export async function readConsumption(q: Queryable): Promise<RecordedConsumption> {
-  const res = await q.query<{ types: string[]; every_type: boolean; unknown_types: boolean }>('SELECT types, every_type, unknown_types FROM event_consumers');
+  const res = await q.query<{ types: string[]; every_type: boolean; unknown_types: boolean }>(
+    'SELECT types, every_type, unknown_types FROM event_consumers',
+  );
   const out: RecordedConsumption = { types: new Set(), everyType: false, unknownTypes: false };
   for (const r of res.rows) {
     for (const t of r.types) out.types.add(t);

@@ -81,7 +81,10 @@ async function runBatch<Api>(bc: BatchContext<Api>, tx: Queryable, entries: read
   );
   const mine = entries.filter((e) => owned.has(e.row.event_id));
   if (mine.length < entries.length) {
-    bc.logger.warn({ lost: entries.filter((e) => !owned.has(e.row.event_id)).map((e) => e.row.event_id) }, 'lease expired before processing; another worker owns these events now');
+    bc.logger.warn(
+      { lost: entries.filter((e) => !owned.has(e.row.event_id)).map((e) => e.row.event_id) },
+      'lease expired before processing; another worker owns these events now',
+    );
   }
 
   // The projection follows every valid event, whatever the handlers do: it is
@@ -94,7 +97,9 @@ async function runBatch<Api>(bc: BatchContext<Api>, tx: Queryable, entries: read
   const outcomes: EventOutcome[] = [];
   for (const entry of mine) outcomes.push(await runOne(bc, tx, entry, held));
 
-  const finishedWithCorrespondence = outcomes.some((o) => o.row.correspondence_id !== null && o.completion.status !== 'failed' && o.completion.attemptsDelta === 0);
+  const finishedWithCorrespondence = outcomes.some(
+    (o) => o.row.correspondence_id !== null && o.completion.status !== 'failed' && o.completion.attemptsDelta === 0,
+  );
   await completeEvents(
     tx,
     bc.workerId,
@@ -106,14 +111,21 @@ async function runBatch<Api>(bc: BatchContext<Api>, tx: Queryable, entries: read
 
 async function runOne<Api>(bc: BatchContext<Api>, tx: Queryable, entry: Entry, held: Set<string>): Promise<EventOutcome> {
   const { row, validated } = entry;
-  const done = (completion: Omit<Completion, 'eventId'>, handlerRun?: HandlerRun): EventOutcome => ({ row, completion: { eventId: row.event_id, ...completion }, handlerRun });
+  const done = (completion: Omit<Completion, 'eventId'>, handlerRun?: HandlerRun): EventOutcome => ({
+    row,
+    completion: { eventId: row.event_id, ...completion },
+    handlerRun,
+  });
   const release = (): EventOutcome => {
     if (row.correspondence_id !== null) held.add(row.correspondence_id);
     return done({ status: row.attempts <= 1 ? 'received' : 'failed', error: null, retryInMs: 0, attemptsDelta: -1 });
   };
 
   if (validated.kind === 'invalid') {
-    bc.logger.warn({ event_id: row.event_id, type: row.type, reason: validated.reason }, 'event data does not match the catalogue; quarantined');
+    bc.logger.warn(
+      { event_id: row.event_id, type: row.type, reason: validated.reason },
+      'event data does not match the catalogue; quarantined',
+    );
     return done({ status: 'quarantined', error: validated.reason, retryInMs: null, attemptsDelta: 0 });
   }
   if ((row.correspondence_id !== null && held.has(row.correspondence_id)) || bc.stopping()) return release();

@@ -14,7 +14,8 @@ import {
   type Reparsed,
 } from '../inbox/admin-queries.js';
 
-export type ReplayDecision = { action: 'reset'; reparsed?: Reparsed } | { action: 'still_invalid'; reason: string } | { action: 'refused'; reason: string };
+export type ReplayDecision =
+  { action: 'reset'; reparsed?: Reparsed } | { action: 'still_invalid'; reason: string } | { action: 'refused'; reason: string };
 
 /**
  * Whether an event can run again. A quarantined event is validated again first
@@ -37,7 +38,8 @@ export function decideReplay(row: ReplayCandidate): ReplayDecision {
     if (!row.raw_body) return { action: 'still_invalid', reason: 'no payload and no raw body kept' };
     const env = parseEnvelope(row.raw_body);
     if (!env.ok) return { action: 'still_invalid', reason: env.reason };
-    if (env.eventId !== row.event_id) return { action: 'still_invalid', reason: `the body now parses as ${env.eventId}; re-send that event instead` };
+    if (env.eventId !== row.event_id)
+      return { action: 'still_invalid', reason: `the body now parses as ${env.eventId}; re-send that event instead` };
     reparsed = { eventId: env.eventId, type: env.type, occurredAt: env.at, correspondenceId: env.correspondenceId, json: env.json };
     payload = JSON.parse(env.json) as unknown;
     type = env.type;
@@ -63,13 +65,18 @@ export async function previewReplay(db: Db, eventId: string): Promise<ReplayDeci
 export async function replayEvent(db: Db, eventId: string): Promise<ReplayOneResult> {
   const row = await candidate(db, eventId);
   const decision = decideReplay(row);
-  if (decision.action === 'refused') throw new PostroomError('replay_refused', `Cannot replay ${eventId}: ${decision.reason}.`, { details: { status: row.status } });
+  if (decision.action === 'refused')
+    throw new PostroomError('replay_refused', `Cannot replay ${eventId}: ${decision.reason}.`, { details: { status: row.status } });
   if (decision.action === 'still_invalid') {
     await noteStillQuarantined(db, eventId, decision.reason);
     return { outcome: 'still_invalid', reason: decision.reason };
   }
   const done = await resetForReplay(db, [{ eventId, fromStatus: row.status, reparsed: decision.reparsed }]);
-  if (done.length === 0) throw new PostroomError('replay_conflict', `Event ${eventId} changed while replaying it; look again with \`postroom inbox show ${eventId}\`.`);
+  if (done.length === 0)
+    throw new PostroomError(
+      'replay_conflict',
+      `Event ${eventId} changed while replaying it; look again with \`postroom inbox show ${eventId}\`.`,
+    );
   await db.notify(INBOX_CHANNEL).catch(() => undefined);
   return { outcome: 'replayed', from_status: row.status };
 }

@@ -71,14 +71,20 @@ export async function runHandlers<Api>(input: HandlerRunInput<Api>): Promise<Han
     // Tell a handler still running (timed out, interrupted) to give up its outside work.
     abort.abort(error);
     await htx.settle(false);
-    return error instanceof HandlerInterruptedError ? { outcome: 'interrupted', durationMs: elapsed() } : { outcome: 'failed', error, durationMs: elapsed() };
+    return error instanceof HandlerInterruptedError
+      ? { outcome: 'interrupted', durationMs: elapsed() }
+      : { outcome: 'failed', error, durationMs: elapsed() };
   }
   try {
     await htx.settle(true);
   } catch (err) {
     return {
       outcome: 'failed',
-      error: new PostroomError('handler_left_tx_aborted', `the handler returned, but a statement it ran on ctx.tx had failed: ${(err as Error).message}`, { cause: err }),
+      error: new PostroomError(
+        'handler_left_tx_aborted',
+        `the handler returned, but a statement it ran on ctx.tx had failed: ${(err as Error).message}`,
+        { cause: err },
+      ),
       durationMs: elapsed(),
     };
   }

@@ -102,7 +102,8 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
         metrics.handlerDuration.observe({ event_type: label }, handlerRun.durationMs / 1000);
         if (handlerRun.outcome === 'failed') metrics.handlerFailures.inc({ event_type: label });
       }
-      if (completion.attemptsDelta === 0 && completion.status !== 'failed') metrics.eventsProcessed.inc({ event_type: label, status: completion.status });
+      if (completion.attemptsDelta === 0 && completion.status !== 'failed')
+        metrics.eventsProcessed.inc({ event_type: label, status: completion.status });
     }
   }
 
@@ -116,9 +117,24 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
         status === 'quarantined'
           ? new EventError('event_quarantined', `${row.type} ${row.event_id} quarantined: ${completion.error ?? 'invalid'}`)
           : status === 'dead'
-            ? new EventError('event_dead', `${row.type} ${row.event_id} failed its last attempt (${row.attempts} of ${options.maxAttempts}); dead`, { cause })
-            : new EventError('handler_failed', `a handler for ${row.type} ${row.event_id} failed (attempt ${row.attempts} of ${options.maxAttempts})`, { cause });
-      reportEventError(input.onError, logger, error, { eventId: row.event_id, type: row.type, status, attempt: row.attempts, retryInMs: completion.retryInMs, source: 'worker' });
+            ? new EventError(
+                'event_dead',
+                `${row.type} ${row.event_id} failed its last attempt (${row.attempts} of ${options.maxAttempts}); dead`,
+                { cause },
+              )
+            : new EventError(
+                'handler_failed',
+                `a handler for ${row.type} ${row.event_id} failed (attempt ${row.attempts} of ${options.maxAttempts})`,
+                { cause },
+              );
+      reportEventError(input.onError, logger, error, {
+        eventId: row.event_id,
+        type: row.type,
+        status,
+        attempt: row.attempts,
+        retryInMs: completion.retryInMs,
+        source: 'worker',
+      });
     }
   }
 
@@ -131,8 +147,18 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
       logger.warn({ event_id: r.event_id, type: r.type, status: r.status }, 'reclaimed an event whose worker stopped (lease expired)');
       if (r.status === 'dead') {
         metrics?.eventsProcessed.inc({ event_type: eventTypeLabel(r.type), status: 'dead' });
-        const error = new EventError('event_dead', `${r.type} ${r.event_id} ran out of attempts while its worker was gone (lease expired); dead`);
-        reportEventError(input.onError, logger, error, { eventId: r.event_id, type: r.type, status: 'dead', attempt: options.maxAttempts, retryInMs: null, source: 'worker' });
+        const error = new EventError(
+          'event_dead',
+          `${r.type} ${r.event_id} ran out of attempts while its worker was gone (lease expired); dead`,
+        );
+        reportEventError(input.onError, logger, error, {
+          eventId: r.event_id,
+          type: r.type,
+          status: 'dead',
+          attempt: options.maxAttempts,
+          retryInMs: null,
+          source: 'worker',
+        });
       }
     }
   }

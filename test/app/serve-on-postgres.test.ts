@@ -21,7 +21,12 @@ describe.skipIf(!pg)('postroom serve on Postgres', () => {
   });
 
   it('refuses to start without a signing secret instead of writing a development one to the data folder', async () => {
-    const proc = spawnCli(['serve', '--role', 'ingress'], { DATABASE_URL: store.url!, POSTROOM_DATA_DIR: dataDir, PORT: String(await freePort()), NODE_ENV: 'development' });
+    const proc = spawnCli(['serve', '--role', 'ingress'], {
+      DATABASE_URL: store.url!,
+      POSTROOM_DATA_DIR: dataDir,
+      PORT: String(await freePort()),
+      NODE_ENV: 'development',
+    });
     const exit = await proc.exited;
     expect(exit.code).not.toBe(0);
     expect(proc.output()).toContain('POSTROOM_WEBHOOK_SECRETS');
@@ -31,7 +36,14 @@ describe.skipIf(!pg)('postroom serve on Postgres', () => {
 
   it('with a secret, serves and says nothing of the embedded store', async () => {
     const port = await freePort();
-    const proc = spawnCli(['serve', '--role', 'ingress'], { DATABASE_URL: store.url!, POSTROOM_DATA_DIR: dataDir, PORT: String(port), NODE_ENV: 'development', LOG_LEVEL: 'info', POSTROOM_WEBHOOK_SECRETS: 'whsec_serve_on_pg_0123456789' });
+    const proc = spawnCli(['serve', '--role', 'ingress'], {
+      DATABASE_URL: store.url!,
+      POSTROOM_DATA_DIR: dataDir,
+      PORT: String(port),
+      NODE_ENV: 'development',
+      LOG_LEVEL: 'info',
+      POSTROOM_WEBHOOK_SECRETS: 'whsec_serve_on_pg_0123456789',
+    });
     try {
       await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc);
     } finally {

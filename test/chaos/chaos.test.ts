@@ -52,7 +52,8 @@ const TRAFFIC_TIMEOUT_MS = 180_000;
 const FIXTURE = path.join(ROOT, 'test/chaos/fixtures/chaos-handlers.js');
 
 /** A share of ids chosen by hash, the same in every process. */
-const hashShare = (id: string, salt: string): number => createHash('sha256').update(salt).update(id).digest().readUInt32BE(0) / 0x1_0000_0000;
+const hashShare = (id: string, salt: string): number =>
+  createHash('sha256').update(salt).update(id).digest().readUInt32BE(0) / 0x1_0000_0000;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface CliRun {
@@ -106,7 +107,11 @@ async function drain(db: Db, timeoutMs: number): Promise<{ drained: boolean; wai
     );
     if (res.rows.length === 0) return { drained: true, waitedMs: Date.now() - started, left: [] };
     if (Date.now() - started > timeoutMs) {
-      return { drained: false, waitedMs: Date.now() - started, left: res.rows.map((r) => `${r.event_id} ${r.status} attempts=${r.attempts} ${String(r.last_error ?? '').slice(0, 120)}`) };
+      return {
+        drained: false,
+        waitedMs: Date.now() - started,
+        left: res.rows.map((r) => `${r.event_id} ${r.status} attempts=${r.attempts} ${String(r.last_error ?? '').slice(0, 120)}`),
+      };
     }
     await sleep(250);
   }
@@ -140,7 +145,11 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
   /** Output of every receiver process that ran, for a failing run's report. */
   const outputs: Array<{ name: string; proc: CliProcess }> = [];
 
-  const receiverEnv = (i: number): Record<string, string> => ({ ...env, PORT: String(ports[i]), ...(i === 0 ? faketimeEnv(faketime.library, SKEW_SECONDS) : {}) });
+  const receiverEnv = (i: number): Record<string, string> => ({
+    ...env,
+    PORT: String(ports[i]),
+    ...(i === 0 ? faketimeEnv(faketime.library, SKEW_SECONDS) : {}),
+  });
 
   /** Processes the test itself stops (SIGKILL in the script, SIGTERM at the end): any other exit is a crash. */
   const expectedExit = new Set<CliProcess>();
@@ -151,12 +160,17 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
 
   function startReceiver(i: number): Promise<CliProcess> {
     const proc = spawnCli(['serve', '--role', 'all', '--no-migrate', '--handlers', FIXTURE], receiverEnv(i));
-    outputs.push({ name: `${receiverName(i)}#${outputs.filter((o) => o.name.startsWith(receiverName(i))).length + 1} (pid ${proc.child.pid})`, proc });
+    outputs.push({
+      name: `${receiverName(i)}#${outputs.filter((o) => o.name.startsWith(receiverName(i))).length + 1} (pid ${proc.child.pid})`,
+      proc,
+    });
     receivers[i] = proc;
     // Like an orchestrator: a receiver that dies on its own is restarted, and the crash is reported as a failure.
     void proc.exited.then(({ code, signal }) => {
       if (expectedExit.has(proc) || finished) return;
-      crashes.push(`receiver ${receiverName(i)} (pid ${proc.child.pid}) exited on its own (code ${code}, signal ${signal}); last output:\n${proc.output().slice(-3000)}`);
+      crashes.push(
+        `receiver ${receiverName(i)} (pid ${proc.child.pid}) exited on its own (code ${code}, signal ${signal}); last output:\n${proc.output().slice(-3000)}`,
+      );
       const again = startReceiver(i);
       again.catch((err: Error) => crashes.push(`receiver ${receiverName(i)} could not be restarted: ${err.message.slice(0, 2000)}`));
     });
@@ -166,7 +180,8 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
   }
 
   beforeAll(async () => {
-    if (!BREAKS.includes(BREAK)) throw new Error(`CHAOS_BREAK: expected one of ${BREAKS.filter(Boolean).join(', ')} (or unset), got "${BREAK}"`);
+    if (!BREAKS.includes(BREAK))
+      throw new Error(`CHAOS_BREAK: expected one of ${BREAKS.filter(Boolean).join(', ')} (or unset), got "${BREAK}"`);
     faketime = ensureFaketime();
     workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'postroom-chaos-'));
     invocationsFile = path.join(workDir, 'invocations.log');
@@ -240,7 +255,9 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
     const t0 = Date.now();
     const timeline: string[] = [];
     const mark = (what: string): void => {
-      timeline.push(`${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s  ${String(sandbox.control.stats().events).padStart(5)} events  ${what}`);
+      timeline.push(
+        `${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s  ${String(sandbox.control.stats().events).padStart(5)} events  ${what}`,
+      );
     };
     const chaos = { kills: 0, restartMs: [] as number[], cuts: 0, cutMs: [] as number[], failureWindows: 0 };
 
@@ -320,7 +337,11 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
     const dead = await allDeliveries(sandbox, 'dead');
     const deadMissing = dead.filter((d) => d.event_type !== 'webhook.test');
     const presentBefore = new Set(
-      (await direct.query<{ event_id: string }>('SELECT event_id FROM inbox WHERE event_id = ANY($1::text[])', [deadMissing.map((d) => d.event_id)])).rows.map((r) => r.event_id),
+      (
+        await direct.query<{ event_id: string }>('SELECT event_id FROM inbox WHERE event_id = ANY($1::text[])', [
+          deadMissing.map((d) => d.event_id),
+        ])
+      ).rows.map((r) => r.event_id),
     );
     const missingBeforeReconcile = deadMissing.filter((d) => !presentBefore.has(d.event_id));
 
@@ -354,56 +375,109 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
     };
     // 0. No receiver died except when the script killed it (a crash is restarted, but it is a bug).
     failures.push(...crashes);
-    if (!firstDrain.drained) failures.push(`workers did not drain within ${DRAIN_TIMEOUT_MS} ms after the traffic: ${firstDrain.left.join('; ')}`);
-    if (!secondDrain.drained) failures.push(`workers did not drain within ${DRAIN_TIMEOUT_MS} ms after reconcile: ${secondDrain.left.join('; ')}`);
+    if (!firstDrain.drained)
+      failures.push(`workers did not drain within ${DRAIN_TIMEOUT_MS} ms after the traffic: ${firstDrain.left.join('; ')}`);
+    if (!secondDrain.drained)
+      failures.push(`workers did not drain within ${DRAIN_TIMEOUT_MS} ms after reconcile: ${secondDrain.left.join('; ')}`);
 
     const generated = sandbox.control.events();
     const inbox = (
-      await direct.query<{ event_id: string; source: string; status: string; attempts: number; last_error: string | null }>('SELECT event_id, source, status, attempts, last_error FROM inbox')
+      await direct.query<{ event_id: string; source: string; status: string; attempts: number; last_error: string | null }>(
+        'SELECT event_id, source, status, attempts, last_error FROM inbox',
+      )
     ).rows;
     const inboxById = new Map(inbox.map((r) => [r.event_id, r]));
-    const gaps = (await direct.query<{ event_id: string; event_type: string; status: string; reason: string | null }>('SELECT event_id, event_type, status, reason FROM reconcile_gaps')).rows;
+    const gaps = (
+      await direct.query<{ event_id: string; event_type: string; status: string; reason: string | null }>(
+        'SELECT event_id, event_type, status, reason FROM reconcile_gaps',
+      )
+    ).rows;
     const gapById = new Map(gaps.map((g) => [g.event_id, g]));
 
-    check(generated.length >= TARGET_EVENTS, () => `scenario: the traffic generated ${generated.length} events within ${TRAFFIC_TIMEOUT_MS} ms (${TARGET_EVENTS} planned; traffic errors ${counters.errors}, last ${counters.lastError ?? '-'})`);
+    check(
+      generated.length >= TARGET_EVENTS,
+      () =>
+        `scenario: the traffic generated ${generated.length} events within ${TRAFFIC_TIMEOUT_MS} ms (${TARGET_EVENTS} planned; traffic errors ${counters.errors}, last ${counters.lastError ?? '-'})`,
+    );
 
     // 1. Every generated event is in the inbox exactly once, or was reconciled with evidence, or is an open gap
     //    on-call is told of (types no file shows: a handler here consumes them, so they cannot close by themselves);
     //    the audit finds no loss.
-    const twice = (await direct.query<{ event_id: string; n: number }>('SELECT event_id, count(*)::int AS n FROM inbox GROUP BY event_id HAVING count(*) > 1')).rows;
+    const twice = (
+      await direct.query<{ event_id: string; n: number }>(
+        'SELECT event_id, count(*)::int AS n FROM inbox GROUP BY event_id HAVING count(*) > 1',
+      )
+    ).rows;
     check(twice.length === 0, () => `events stored more than once: ${sample(twice.map((r) => `${r.event_id}×${r.n}`))}`);
     const stored = generated.filter((e) => inboxById.has(e.event_id));
     // Closed with evidence: recovered or state-synced from a re-read of its file, or nothing consumes its type.
-    const reconciled = generated.filter((e) => !inboxById.has(e.event_id) && ['recovered', 'state_synced', 'not_consumed'].includes(gapById.get(e.event_id)?.status ?? ''));
+    const reconciled = generated.filter(
+      (e) => !inboxById.has(e.event_id) && ['recovered', 'state_synced', 'not_consumed'].includes(gapById.get(e.event_id)?.status ?? ''),
+    );
     const reconciledIds = new Set(reconciled.map((e) => e.event_id));
-    const flagged = generated.filter((e) => !inboxById.has(e.event_id) && gapById.get(e.event_id)?.status === 'open' && UNREREADABLE.has(e.type));
+    const flagged = generated.filter(
+      (e) => !inboxById.has(e.event_id) && gapById.get(e.event_id)?.status === 'open' && UNREREADABLE.has(e.type),
+    );
     const flaggedIds = new Set(flagged.map((e) => e.event_id));
     const lost = generated.filter((e) => !inboxById.has(e.event_id) && !reconciledIds.has(e.event_id) && !flaggedIds.has(e.event_id));
-    check(lost.length === 0, () => `events neither stored, reconciled nor flagged open (lost): ${sample(lost.map((e) => `${e.event_id} (${e.type} ${e.correspondence_id ?? ''}; gap ${gapById.get(e.event_id)?.status ?? 'none'})`))}`);
+    check(
+      lost.length === 0,
+      () =>
+        `events neither stored, reconciled nor flagged open (lost): ${sample(lost.map((e) => `${e.event_id} (${e.type} ${e.correspondence_id ?? ''}; gap ${gapById.get(e.event_id)?.status ?? 'none'})`))}`,
+    );
     const generatedIds = new Set(generated.map((e) => e.event_id));
     const strangers = inbox.filter((r) => r.source === 'webhook' && !generatedIds.has(r.event_id));
-    check(strangers.length === 0, () => `webhook events in the inbox the sandbox never generated: ${sample(strangers.map((r) => r.event_id))}`);
+    check(
+      strangers.length === 0,
+      () => `webhook events in the inbox the sandbox never generated: ${sample(strangers.map((r) => r.event_id))}`,
+    );
     const openGaps = gaps.filter((g) => g.status === 'open');
     const wrongOpen = openGaps.filter((g) => !UNREREADABLE.has(g.event_type));
-    check(wrongOpen.length === 0, () => `gaps still open that a re-read should explain: ${sample(wrongOpen.map((g) => `${g.event_id} (${g.event_type}): ${g.reason ?? ''}`))}`);
-    check(audit.code === 0 && auditResult.missing_count === 0, () => `postroom audit --since 1h: exit ${audit.code}, missing ${auditResult.missing_count ?? '?'}: ${sample((auditResult.missing ?? []).map((m) => m.event_id))}${audit.code !== 0 && audit.code !== 3 ? `\n${audit.stderr.slice(-1500)}` : ''}`);
+    check(
+      wrongOpen.length === 0,
+      () =>
+        `gaps still open that a re-read should explain: ${sample(wrongOpen.map((g) => `${g.event_id} (${g.event_type}): ${g.reason ?? ''}`))}`,
+    );
+    check(
+      audit.code === 0 && auditResult.missing_count === 0,
+      () =>
+        `postroom audit --since 1h: exit ${audit.code}, missing ${auditResult.missing_count ?? '?'}: ${sample((auditResult.missing ?? []).map((m) => m.event_id))}${audit.code !== 0 && audit.code !== 3 ? `\n${audit.stderr.slice(-1500)}` : ''}`,
+    );
     if (reconcile) {
       const expected = openGaps.length > 0 ? 2 : 0;
-      check(reconcile.code === expected, () => `postroom reconcile --json exited ${reconcile!.code} (${expected} expected: ${openGaps.length} gap(s) open): ${reconcile!.stdout.slice(0, 1500)}\n${reconcile!.stderr.slice(-1500)}`);
+      check(
+        reconcile.code === expected,
+        () =>
+          `postroom reconcile --json exited ${reconcile!.code} (${expected} expected: ${openGaps.length} gap(s) open): ${reconcile!.stdout.slice(0, 1500)}\n${reconcile!.stderr.slice(-1500)}`,
+      );
     }
 
     // 2. Every handler effect happened exactly once: one chaos_effects row per processed event, and nothing left unprocessed.
-    const effects = (await direct.query<{ event_id: string; pid: number; attempt: number }>('SELECT event_id, pid, attempt FROM chaos_effects')).rows;
+    const effects = (
+      await direct.query<{ event_id: string; pid: number; attempt: number }>('SELECT event_id, pid, attempt FROM chaos_effects')
+    ).rows;
     const effectIds = new Set(effects.map((e) => e.event_id));
     const processed = inbox.filter((r) => r.status === 'processed');
     const notProcessed = inbox.filter((r) => r.status !== 'processed');
-    check(notProcessed.length === 0, () => `inbox events not processed: ${sample(notProcessed.map((r) => `${r.event_id} ${r.status} attempts=${r.attempts} ${String(r.last_error ?? '').slice(0, 160)}`))}`);
+    check(
+      notProcessed.length === 0,
+      () =>
+        `inbox events not processed: ${sample(notProcessed.map((r) => `${r.event_id} ${r.status} attempts=${r.attempts} ${String(r.last_error ?? '').slice(0, 160)}`))}`,
+    );
     const noEffect = processed.filter((r) => !effectIds.has(r.event_id));
     check(noEffect.length === 0, () => `processed events without their effect: ${sample(noEffect.map((r) => r.event_id))}`);
     const processedIds = new Set(processed.map((r) => r.event_id));
     const orphanEffects = effects.filter((e) => !processedIds.has(e.event_id));
-    check(orphanEffects.length === 0, () => `effects of events that are not processed (applied outside the event's transaction): ${sample(orphanEffects.map((e) => `${e.event_id} (${inboxById.get(e.event_id)?.status ?? 'not in inbox'})`))}`);
-    const invocationLines = fs.readFileSync(invocationsFile, 'utf8').split('\n').filter(Boolean).map((l) => l.split('\t'));
+    check(
+      orphanEffects.length === 0,
+      () =>
+        `effects of events that are not processed (applied outside the event's transaction): ${sample(orphanEffects.map((e) => `${e.event_id} (${inboxById.get(e.event_id)?.status ?? 'not in inbox'})`))}`,
+    );
+    const invocationLines = fs
+      .readFileSync(invocationsFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split('\t'));
     const invocationsByEvent = new Map<string, number>();
     for (const [id] of invocationLines) invocationsByEvent.set(id!, (invocationsByEvent.get(id!) ?? 0) + 1);
     const neverInvoked = effects.filter((e) => !invocationsByEvent.has(e.event_id));
@@ -414,33 +488,65 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
     const ranFirstAttempt = new Set(invocationLines.filter((l) => l[1] === '1').map((l) => l[0]!));
     const injected = processed.filter((r) => hashShare(r.event_id, '') < FAIL_FIRST_SHARE && ranFirstAttempt.has(r.event_id));
     const notRetried = injected.filter((r) => (invocationsByEvent.get(r.event_id) ?? 0) < 2);
-    check(notRetried.length === 0, () => `events whose first attempt was made to fail but show no retry: ${sample(notRetried.map((r) => r.event_id))}`);
+    check(
+      notRetried.length === 0,
+      () => `events whose first attempt was made to fail but show no retry: ${sample(notRetried.map((r) => r.event_id))}`,
+    );
 
     // 3. No request got a 2xx for an event that is not stored (every answer the round-robin proxy passed back).
     const acked = rr.records.filter((r) => r.status >= 200 && r.status < 300);
-    const ackedNotStored = [...new Set(acked.filter((r) => !inboxById.has(r.eventId)).map((r) => `${r.eventId} (${r.backend === -1 ? 'proxy' : r.backend === 0 ? 'A' : 'B'})`))];
+    const ackedNotStored = [
+      ...new Set(
+        acked
+          .filter((r) => !inboxById.has(r.eventId))
+          .map((r) => `${r.eventId} (${r.backend === -1 ? 'proxy' : r.backend === 0 ? 'A' : 'B'})`),
+      ),
+    ];
     check(ackedNotStored.length === 0, () => `2xx answered for events that are not stored: ${sample(ackedNotStored)}`);
     const by_status = new Map<number, number>();
     for (const r of rr.records) by_status.set(r.status, (by_status.get(r.status) ?? 0) + 1);
     const oddAnswers = rr.records.filter((r) => r.backend !== -1 && r.status !== 200 && r.status !== 503);
-    check(oddAnswers.length === 0, () => `receiver answers other than 200 or 503 (a 401 would mean the skewed clock was refused): ${sample(oddAnswers.map((r) => `${r.eventId} ${r.status} from ${r.backend === 0 ? 'A' : 'B'}`))}`);
+    check(
+      oddAnswers.length === 0,
+      () =>
+        `receiver answers other than 200 or 503 (a 401 would mean the skewed clock was refused): ${sample(oddAnswers.map((r) => `${r.eventId} ${r.status} from ${r.backend === 0 ? 'A' : 'B'}`))}`,
+    );
 
     // 4. Every correspondence's projection equals the sandbox's state.
     const correspondence = sandbox.control.listCorrespondence();
     const diffs: ProjectionDifference[] = [];
     for (const c of correspondence) diffs.push(...compareWithService(await getProjectedCorrespondence(direct, c.correspondence_id), c));
-    check(diffs.length === 0, () => `projections that differ from the sandbox (${new Set(diffs.map((d) => d.correspondenceId)).size} correspondences): ${sample(diffs.map((d) => JSON.stringify(d)), 15)}`);
+    check(
+      diffs.length === 0,
+      () =>
+        `projections that differ from the sandbox (${new Set(diffs.map((d) => d.correspondenceId)).size} correspondences): ${sample(
+          diffs.map((d) => JSON.stringify(d)),
+          15,
+        )}`,
+    );
 
     // The scenario itself must have bitten, or the run proves nothing.
     const skewA = median(rr.records.filter((r) => r.backend === 0 && r.dateSkewMs !== undefined).map((r) => r.dateSkewMs!));
     const skewB = median(rr.records.filter((r) => r.backend === 1 && r.dateSkewMs !== undefined).map((r) => r.dateSkewMs!));
     const acceptedByA = acked.filter((r) => r.backend === 0 && r.bodyStatus === 'accepted').length;
-    check(skewA !== undefined && Math.abs(skewA / 1000 - SKEW_SECONDS) < 5, () => `scenario: receiver A's clock is not ${SKEW_SECONDS} s ahead (median Date skew ${skewA} ms): faketime did not take effect`);
+    check(
+      skewA !== undefined && Math.abs(skewA / 1000 - SKEW_SECONDS) < 5,
+      () => `scenario: receiver A's clock is not ${SKEW_SECONDS} s ahead (median Date skew ${skewA} ms): faketime did not take effect`,
+    );
     check(acceptedByA > 0, () => 'scenario: the skewed receiver accepted no event');
-    check(chaos.kills === 3 && chaos.cuts === 2 && chaos.failureWindows === 1, () => `scenario: ran ${chaos.kills} kills, ${chaos.cuts} cuts, ${chaos.failureWindows} failure windows (3, 2, 1 planned)`);
-    check(missingBeforeReconcile.length > 0, () => 'scenario: no dead delivery was missing from the inbox, so the reconciler had nothing to prove');
+    check(
+      chaos.kills === 3 && chaos.cuts === 2 && chaos.failureWindows === 1,
+      () => `scenario: ran ${chaos.kills} kills, ${chaos.cuts} cuts, ${chaos.failureWindows} failure windows (3, 2, 1 planned)`,
+    );
+    check(
+      missingBeforeReconcile.length > 0,
+      () => 'scenario: no dead delivery was missing from the inbox, so the reconciler had nothing to prove',
+    );
     check((by_status.get(503) ?? 0) > 0, () => 'scenario: no receiver answered 503, so the database cuts were not felt');
-    check(acked.some((r) => r.bodyStatus === 'duplicate'), () => 'scenario: no duplicate delivery reached a receiver');
+    check(
+      acked.some((r) => r.bodyStatus === 'duplicate'),
+      () => 'scenario: no duplicate delivery reached a receiver',
+    );
     check(retries > 0, () => 'scenario: no handler invocation was retried');
 
     // ---- figures ----
@@ -453,26 +559,50 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
     const pids = new Set(effects.map((e) => e.pid));
     const figures: Array<[string, string | number]> = [
       ['seed / break', `${SEED} / ${BREAK || 'none'}`],
-      ['duration', `${((Date.now() - t0) / 1000).toFixed(1)} s (${counters.operations} traffic operations at ${OPS_PER_SECOND}/s, ${counters.errors} refused)`],
+      [
+        'duration',
+        `${((Date.now() - t0) / 1000).toFixed(1)} s (${counters.operations} traffic operations at ${OPS_PER_SECOND}/s, ${counters.errors} refused)`,
+      ],
       ['events generated (sandbox)', generated.length],
       ['correspondences', correspondence.length],
       ['deliveries / attempts', `${deliveries.length} / ${deliveries.reduce((a, d) => a + d.attempts, 0)}`],
-      ['duplicates sent (fault) / answered duplicate', `${faultCount('duplicate')} / ${acked.filter((r) => r.bodyStatus === 'duplicate').length}`],
+      [
+        'duplicates sent (fault) / answered duplicate',
+        `${faultCount('duplicate')} / ${acked.filter((r) => r.bodyStatus === 'duplicate').length}`,
+      ],
       ['held back (reordered)', faultCount('held_back')],
       ['SIGKILLs of B / restart (ms)', `${chaos.kills} / ${chaos.restartMs.join(', ')}`],
       ['database cuts (ms)', `${chaos.cuts} (${chaos.cutMs.join(', ')})`],
-      ['clock skew A / B (median Date, s)', `${skewA === undefined ? '?' : (skewA / 1000).toFixed(1)} / ${skewB === undefined ? '?' : (skewB / 1000).toFixed(1)}`],
-      ['proxy answers by status', [...by_status].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}: ${n}`).join(', ')],
+      [
+        'clock skew A / B (median Date, s)',
+        `${skewA === undefined ? '?' : (skewA / 1000).toFixed(1)} / ${skewB === undefined ? '?' : (skewB / 1000).toFixed(1)}`,
+      ],
+      [
+        'proxy answers by status',
+        [...by_status]
+          .sort((a, b) => a[0] - b[0])
+          .map(([s, n]) => `${s}: ${n}`)
+          .join(', '),
+      ],
       ['proxy 502/504 causes', [...proxyErrors].map(([e, n]) => `${e}: ${n}`).join(', ') || '-'],
       ['receiver crashes (restarted)', crashes.length],
-      ['2xx answers checked against the inbox', `${acked.length} (${new Set(acked.map((r) => r.eventId)).size} events), ${ackedNotStored.length} not stored`],
+      [
+        '2xx answers checked against the inbox',
+        `${acked.length} (${new Set(acked.map((r) => r.eventId)).size} events), ${ackedNotStored.length} not stored`,
+      ],
       ['dead deliveries / missing from inbox', `${dead.length} / ${missingBeforeReconcile.length}`],
       ['events flagged open for on-call (no file shows them)', String(flagged.length)],
-      ['reconcile: gaps found / recovered / state synced / not consumed / open', `${summary.gaps_found ?? '-'} / ${summary.gaps_recovered ?? '-'} / ${summary.gaps_state_synced ?? '-'} / ${summary.gaps_not_consumed ?? '-'} / ${summary.gaps_open ?? '-'}`],
+      [
+        'reconcile: gaps found / recovered / state synced / not consumed / open',
+        `${summary.gaps_found ?? '-'} / ${summary.gaps_recovered ?? '-'} / ${summary.gaps_state_synced ?? '-'} / ${summary.gaps_not_consumed ?? '-'} / ${summary.gaps_open ?? '-'}`,
+      ],
       ['reconcile: re-read / synthetic written', `${summary.correspondences_reread ?? '-'} / ${summary.synthetic_events_written ?? '-'}`],
       ['events stored / reconciled / lost', `${stored.length} / ${reconciled.length} / ${lost.length}`],
       ['inbox rows webhook / reconciler / processed', `${bySource('webhook')} / ${bySource('reconciler')} / ${processed.length}`],
-      ['effects / handler invocations / retries', `${effects.length} / ${invocationLines.length} / ${retries} (${injected.length} first attempts failed on purpose)`],
+      [
+        'effects / handler invocations / retries',
+        `${effects.length} / ${invocationLines.length} / ${retries} (${injected.length} first attempts failed on purpose)`,
+      ],
       ['events with >1 attempt / processes with effects', `${inbox.filter((r) => r.attempts > 1).length} / ${pids.size}`],
       ['audit: delivered checked / missing', `${auditResult.in_window ?? '?'} / ${auditResult.missing_count ?? '?'}`],
       ['projections compared / differing', `${correspondence.length} / ${new Set(diffs.map((d) => d.correspondenceId)).size}`],
@@ -489,7 +619,10 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
       '',
     ].join('\n');
     console.log(report);
-    fs.writeFileSync(path.join(os.tmpdir(), 'postroom-chaos-last.json'), JSON.stringify({ figures: Object.fromEntries(figures), timeline, failures, summary }, null, 2));
+    fs.writeFileSync(
+      path.join(os.tmpdir(), 'postroom-chaos-last.json'),
+      JSON.stringify({ figures: Object.fromEntries(figures), timeline, failures, summary }, null, 2),
+    );
     if (failures.length) {
       for (const { name, proc } of outputs) console.log(`--- receiver ${name}, last output:\n${proc.output().slice(-2500)}`);
     }

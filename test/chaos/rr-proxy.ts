@@ -67,7 +67,11 @@ export async function startRoundRobinProxy(options: RoundRobinOptions): Promise<
       };
 
       if (options.ackWithoutForwarding?.(eventId)) {
-        reply({ status: 200, backend: -1, bodyStatus: 'accepted', dateSkewMs: undefined }, { 'content-type': 'application/json' }, Buffer.from('{"status":"accepted"}'));
+        reply(
+          { status: 200, backend: -1, bodyStatus: 'accepted', dateSkewMs: undefined },
+          { 'content-type': 'application/json' },
+          Buffer.from('{"status":"accepted"}'),
+        );
         return;
       }
 
@@ -78,11 +82,31 @@ export async function startRoundRobinProxy(options: RoundRobinOptions): Promise<
         delete headers.connection;
         delete headers['keep-alive'];
         const upstream = http.request(
-          { host: '127.0.0.1', port: options.backends[index], method: req.method, path: req.url, headers, agent, timeout: upstreamTimeoutMs },
+          {
+            host: '127.0.0.1',
+            port: options.backends[index],
+            method: req.method,
+            path: req.url,
+            headers,
+            agent,
+            timeout: upstreamTimeoutMs,
+          },
           (up) => {
             const parts: Buffer[] = [];
             up.on('data', (c: Buffer) => parts.push(c));
-            up.on('error', (err) => reply({ status: 502, backend: -1, bodyStatus: undefined, dateSkewMs: undefined, error: `upstream reply cut: ${(err as NodeJS.ErrnoException).code ?? err.message}` }, {}, Buffer.alloc(0)));
+            up.on('error', (err) =>
+              reply(
+                {
+                  status: 502,
+                  backend: -1,
+                  bodyStatus: undefined,
+                  dateSkewMs: undefined,
+                  error: `upstream reply cut: ${(err as NodeJS.ErrnoException).code ?? err.message}`,
+                },
+                {},
+                Buffer.alloc(0),
+              ),
+            );
             up.on('end', () => {
               const payload = Buffer.concat(parts);
               let bodyStatus: string | undefined;
@@ -96,7 +120,16 @@ export async function startRoundRobinProxy(options: RoundRobinOptions): Promise<
               const date = up.headers.date ? Date.parse(up.headers.date) : NaN;
               const out: http.OutgoingHttpHeaders = {};
               for (const h of ['content-type', 'retry-after']) if (up.headers[h] !== undefined) out[h] = up.headers[h];
-              reply({ status: up.statusCode ?? 502, backend: index, bodyStatus, dateSkewMs: Number.isNaN(date) ? undefined : date - Date.now() }, out, payload);
+              reply(
+                {
+                  status: up.statusCode ?? 502,
+                  backend: index,
+                  bodyStatus,
+                  dateSkewMs: Number.isNaN(date) ? undefined : date - Date.now(),
+                },
+                out,
+                payload,
+              );
             });
           },
         );
@@ -104,7 +137,17 @@ export async function startRoundRobinProxy(options: RoundRobinOptions): Promise<
         upstream.on('error', (err: NodeJS.ErrnoException) => {
           // Refused: nothing reached that receiver, so the next one may have it.
           if (err.code === 'ECONNREFUSED' && k + 1 < options.backends.length) return tryBackend(k + 1);
-          reply({ status: err.message === 'upstream timeout' ? 504 : 502, backend: -1, bodyStatus: undefined, dateSkewMs: undefined, error: err.code ?? err.message }, {}, Buffer.alloc(0));
+          reply(
+            {
+              status: err.message === 'upstream timeout' ? 504 : 502,
+              backend: -1,
+              bodyStatus: undefined,
+              dateSkewMs: undefined,
+              error: err.code ?? err.message,
+            },
+            {},
+            Buffer.alloc(0),
+          );
         });
         upstream.end(body);
       };

@@ -16,11 +16,14 @@ describe('CLI basics', () => {
   it('teaches with --help at every level, with an example', async () => {
     const io = { stdout: new PassThrough(), stderr: new PassThrough(), interactive: false };
     const program = buildProgram(createCliContext({}, io));
-    const paths = [[], ...commands(program).map((c) => {
-      const names: string[] = [];
-      for (let p: Command | null = c; p && p.parent; p = p.parent) names.unshift(p.name());
-      return names;
-    })];
+    const paths = [
+      [],
+      ...commands(program).map((c) => {
+        const names: string[] = [];
+        for (let p: Command | null = c; p && p.parent; p = p.parent) names.unshift(p.name());
+        return names;
+      }),
+    ];
     for (const p of paths) {
       const r = await runCli([...p, '--help']);
       expect(r.code, `postroom ${p.join(' ')} --help`).toBe(0);
@@ -56,8 +59,19 @@ describe.skipIf(!(await adminUrl()))('inbox list and show against Postgres', () 
     for (const [i, type] of ['participant.acted', 'claim.claimed', 'participant.acted'].entries()) {
       const payload = { event_id: `evt_cli_${i}`, type, at: '2026-11-18T10:15:00Z', data: { correspondence_id: 'cor_1' } };
       await writer.submit({
-        eventId: payload.event_id, type, occurredAt: payload.at, payloadJson: JSON.stringify(payload), rawBody: Buffer.from(JSON.stringify(payload)),
-        signatureHeader: 't=1,v1=ab', headers: null, endpointId: null, source: 'webhook', correspondenceId: 'cor_1', secretIndex: 0, status: 'received', lastError: null,
+        eventId: payload.event_id,
+        type,
+        occurredAt: payload.at,
+        payloadJson: JSON.stringify(payload),
+        rawBody: Buffer.from(JSON.stringify(payload)),
+        signatureHeader: 't=1,v1=ab',
+        headers: null,
+        endpointId: null,
+        source: 'webhook',
+        correspondenceId: 'cor_1',
+        secretIndex: 0,
+        status: 'received',
+        lastError: null,
       });
     }
     await writer.close();
@@ -69,7 +83,8 @@ describe.skipIf(!(await adminUrl()))('inbox list and show against Postgres', () 
     expect(r.code).toBe(0);
     const rows = JSON.parse(r.stdout) as Array<Record<string, unknown>>;
     expect(rows.map((x) => x.event_id).sort()).toEqual(['evt_cli_0', 'evt_cli_2']);
-    for (const row of rows) expect(Object.keys(row)).toEqual(expect.arrayContaining(['event_id', 'type', 'status', 'source', 'received_at']));
+    for (const row of rows)
+      expect(Object.keys(row)).toEqual(expect.arrayContaining(['event_id', 'type', 'status', 'source', 'received_at']));
   });
 
   it('inbox show prints the payload, and a clear error for an unknown id', async () => {
@@ -82,18 +97,37 @@ describe.skipIf(!(await adminUrl()))('inbox list and show against Postgres', () 
   });
 
   it('inbox show --raw prints the exact stored bytes of a quarantined event, and --signature its signature header', async () => {
-    const raw = Buffer.concat([Buffer.from('{"event_id":"evt_cli_q","at":"2026-02-30T00:00:00Z",'), Buffer.from([0xff, 0xfe, 0x00, 0x0a]), Buffer.from('}')]);
+    const raw = Buffer.concat([
+      Buffer.from('{"event_id":"evt_cli_q","at":"2026-02-30T00:00:00Z",'),
+      Buffer.from([0xff, 0xfe, 0x00, 0x0a]),
+      Buffer.from('}'),
+    ]);
     const writer = createInboxWriter({ db: store.db, logger: silentLogger(), maxBatch: 1 });
     await writer.submit({
-      eventId: 'evt_cli_q', type: 'unknown', occurredAt: null, payloadJson: null, rawBody: raw, signatureHeader: 't=1700000000,v1=abcdef0123',
-      headers: null, endpointId: null, source: 'webhook', correspondenceId: null, secretIndex: 0, status: 'quarantined', lastError: 'body is not valid UTF-8',
+      eventId: 'evt_cli_q',
+      type: 'unknown',
+      occurredAt: null,
+      payloadJson: null,
+      rawBody: raw,
+      signatureHeader: 't=1700000000,v1=abcdef0123',
+      headers: null,
+      endpointId: null,
+      source: 'webhook',
+      correspondenceId: null,
+      secretIndex: 0,
+      status: 'quarantined',
+      lastError: 'body is not valid UTF-8',
     });
     await writer.close();
 
     const chunks: Buffer[] = [];
     const stdout = new PassThrough();
     stdout.on('data', (d: Buffer) => chunks.push(d));
-    const code = await main(['node', 'postroom', 'inbox', 'show', 'evt_cli_q', '--raw'], { NODE_ENV: 'test', DATABASE_URL: store.url! }, { stdout, stderr: new PassThrough(), interactive: false });
+    const code = await main(
+      ['node', 'postroom', 'inbox', 'show', 'evt_cli_q', '--raw'],
+      { NODE_ENV: 'test', DATABASE_URL: store.url! },
+      { stdout, stderr: new PassThrough(), interactive: false },
+    );
     expect(code).toBe(0);
     expect(Buffer.concat(chunks).equals(raw)).toBe(true);
 
@@ -101,6 +135,10 @@ describe.skipIf(!(await adminUrl()))('inbox list and show against Postgres', () 
     expect(text.stdout).toMatch(/signature_header\s+t=1700000000,v1=abcdef0123/);
     expect(text.stdout).toMatch(/status\s+quarantined/);
     const json = await runCli(['inbox', 'show', 'evt_cli_q', '--json', '--raw', '--signature'], { DATABASE_URL: store.url! });
-    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'quarantined', signature_header: 't=1700000000,v1=abcdef0123', raw_body_base64: raw.toString('base64') });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      status: 'quarantined',
+      signature_header: 't=1700000000,v1=abcdef0123',
+      raw_body_base64: raw.toString('base64'),
+    });
   });
 });

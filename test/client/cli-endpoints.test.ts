@@ -30,7 +30,11 @@ async function runInteractive(args: string[], env: Record<string, string>, answe
     err += d;
     if (String(d).includes('Type "yes"')) stdin.end(`${answer}\n`);
   });
-  const code = await main(['node', 'postroom', ...args], { NODE_ENV: 'test', ...env }, Object.assign({ stdout, stderr, interactive: true }, { stdin }));
+  const code = await main(
+    ['node', 'postroom', ...args],
+    { NODE_ENV: 'test', ...env },
+    Object.assign({ stdout, stderr, interactive: true }, { stdin }),
+  );
   return { code, stdout: out, stderr: err };
 }
 
@@ -50,7 +54,9 @@ describe('postroom endpoints / deliveries against the sandbox', () => {
   };
   /** The CLI's own store, opened between commands (the embedded one allows one process at a time). */
   async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
-    const db = database ? createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() }) : await createPgliteDb({ dataDir: dataDir! });
+    const db = database
+      ? createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() })
+      : await createPgliteDb({ dataDir: dataDir! });
     try {
       return await fn(db);
     } finally {
@@ -60,8 +66,19 @@ describe('postroom endpoints / deliveries against the sandbox', () => {
   const endpointCount = (): number => sandbox.control.stats().endpoints;
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ keys: [key, liveKey], allowPrivateTargets: true, retrySchedule: [0.02], attemptTimeoutMs: 500, seed: 11 });
-    env = { POSTROOM_API_BASE_URL: sandbox.url, POSTROOM_API_KEY: key, POSTROOM_ENCRYPTION_KEY: ENCRYPTION_KEY.toString('hex'), POSTROOM_SECRET_OVERLAP_SECONDS: '900' };
+    sandbox = await startSandbox({
+      keys: [key, liveKey],
+      allowPrivateTargets: true,
+      retrySchedule: [0.02],
+      attemptTimeoutMs: 500,
+      seed: 11,
+    });
+    env = {
+      POSTROOM_API_BASE_URL: sandbox.url,
+      POSTROOM_API_KEY: key,
+      POSTROOM_ENCRYPTION_KEY: ENCRYPTION_KEY.toString('hex'),
+      POSTROOM_SECRET_OVERLAP_SECONDS: '900',
+    };
     if (await adminUrl()) {
       database = await createPostgresDatabase();
       env.DATABASE_URL = database.url;
@@ -80,19 +97,34 @@ describe('postroom endpoints / deliveries against the sandbox', () => {
   let endpointId = '';
 
   it('create stores the secret encrypted, never prints it, and points the URL at /webhooks/<id>', async () => {
-    const r = await cli(['endpoints', 'create', '--url', 'http://127.0.0.1:9/webhooks/{endpoint_id}', '--events', 'participant.acted,correspondence.sealed', '--json']);
+    const r = await cli([
+      'endpoints',
+      'create',
+      '--url',
+      'http://127.0.0.1:9/webhooks/{endpoint_id}',
+      '--events',
+      'participant.acted,correspondence.sealed',
+      '--json',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain('plane: sandbox');
     const out = JSON.parse(r.stdout) as Record<string, unknown>;
     endpointId = String(out.endpoint_id);
-    expect(out).toMatchObject({ url: `http://127.0.0.1:9/webhooks/${endpointId}`, events: ['participant.acted', 'correspondence.sealed'], secret_stored: true });
+    expect(out).toMatchObject({
+      url: `http://127.0.0.1:9/webhooks/${endpointId}`,
+      events: ['participant.acted', 'correspondence.sealed'],
+      secret_stored: true,
+    });
     expect(out).not.toHaveProperty('secret');
     const stored = await withDb((db) => loadEndpointSecrets(db, cipher, endpointId, new Date()));
     expect(stored.map((s) => s.state)).toEqual(['current']);
     expect(stored[0]!.secret).toMatch(/\S{16,}/);
     expect(r.stdout + r.stderr).not.toContain(stored[0]!.secret);
     const known = await withDb((db) => listKnownEndpoints(db));
-    expect(known.find((e) => e.endpoint_id === endpointId)).toMatchObject({ url: `http://127.0.0.1:9/webhooks/${endpointId}`, plane: 'sandbox' });
+    expect(known.find((e) => e.endpoint_id === endpointId)).toMatchObject({
+      url: `http://127.0.0.1:9/webhooks/${endpointId}`,
+      plane: 'sandbox',
+    });
   });
 
   it.each(['http://127.0.0.1:9/webhooks', 'http://127.0.0.1:9/webhooks/', 'https://hooks.example.com/cds/webhooks?x=1'])(
@@ -160,7 +192,10 @@ describe('postroom endpoints / deliveries against the sandbox', () => {
     const upd = await cli(['endpoints', 'update', endpointId, '--events', 'claim.claimed', 'claim.expired', '--json']);
     expect(upd.code, upd.stderr).toBe(0);
     expect(JSON.parse(upd.stdout)).toMatchObject({ endpoint_id: endpointId, events: ['claim.claimed', 'claim.expired'] });
-    expect((await withDb((db) => listKnownEndpoints(db))).find((e) => e.endpoint_id === endpointId)?.events).toEqual(['claim.claimed', 'claim.expired']);
+    expect((await withDb((db) => listKnownEndpoints(db))).find((e) => e.endpoint_id === endpointId)?.events).toEqual([
+      'claim.claimed',
+      'claim.expired',
+    ]);
 
     const test = await cli(['endpoints', 'test', endpointId, '--json']);
     expect(test.code, test.stderr).toBe(0);
@@ -175,7 +210,9 @@ describe('postroom endpoints / deliveries against the sandbox', () => {
   });
 
   it('deliveries list pages through to the end, with filters, or stops at --limit', async () => {
-    const created = JSON.parse((await cli(['endpoints', 'create', '--url', 'http://127.0.0.1:9/d', '--events', 'participant.acted', '--json'])).stdout) as { endpoint_id: string };
+    const created = JSON.parse(
+      (await cli(['endpoints', 'create', '--url', 'http://127.0.0.1:9/d', '--events', 'participant.acted', '--json'])).stdout,
+    ) as { endpoint_id: string };
     sandbox.control.seedDeliveries({ endpointId: created.endpoint_id, count: 230, status: 'dead' });
     sandbox.control.seedDeliveries({ endpointId: created.endpoint_id, count: 5, status: 'delivered' });
     const all = await cli(['deliveries', 'list', '--status', 'dead', '--endpoint', created.endpoint_id, '--json']);
@@ -195,7 +232,9 @@ describe('postroom endpoints / deliveries against the sandbox', () => {
 
   it('refuses to create without POSTROOM_ENCRYPTION_KEY before asking the service (the secret would be lost)', async () => {
     const count = endpointCount();
-    const r = await cli(['endpoints', 'create', '--url', 'http://127.0.0.1:9/x', '--events', 'participant.acted'], { POSTROOM_ENCRYPTION_KEY: '' });
+    const r = await cli(['endpoints', 'create', '--url', 'http://127.0.0.1:9/x', '--events', 'participant.acted'], {
+      POSTROOM_ENCRYPTION_KEY: '',
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/POSTROOM_ENCRYPTION_KEY is not set.*--show-secret/);
     expect(endpointCount()).toBe(count);
@@ -234,19 +273,30 @@ describe('postroom endpoints / deliveries against the sandbox', () => {
 
     it('--yes confirms', async () => {
       const count = endpointCount();
-      const r = await cli(['endpoints', 'create', '--url', 'http://127.0.0.1:9/live', '--events', 'participant.acted', '--yes', '--json'], live());
+      const r = await cli(
+        ['endpoints', 'create', '--url', 'http://127.0.0.1:9/live', '--events', 'participant.acted', '--yes', '--json'],
+        live(),
+      );
       expect(r.code, r.stderr).toBe(0);
       expect(endpointCount()).toBe(count + 1);
     });
 
     it('on a terminal it asks, and only "yes" goes ahead', async () => {
       const count = endpointCount();
-      const no = await runInteractive(['endpoints', 'create', '--url', 'http://127.0.0.1:9/live', '--events', 'participant.acted'], { ...env, ...live() }, 'no');
+      const no = await runInteractive(
+        ['endpoints', 'create', '--url', 'http://127.0.0.1:9/live', '--events', 'participant.acted'],
+        { ...env, ...live() },
+        'no',
+      );
       outputs.push(no);
       expect(no.code).toBe(1);
       expect(no.stderr).toMatch(/not confirmed/);
       expect(endpointCount()).toBe(count);
-      const yes = await runInteractive(['endpoints', 'create', '--url', 'http://127.0.0.1:9/live', '--events', 'participant.acted'], { ...env, ...live() }, 'yes');
+      const yes = await runInteractive(
+        ['endpoints', 'create', '--url', 'http://127.0.0.1:9/live', '--events', 'participant.acted'],
+        { ...env, ...live() },
+        'yes',
+      );
       outputs.push(yes);
       expect(yes.code, yes.stderr).toBe(0);
       expect(endpointCount()).toBe(count + 1);

@@ -4,7 +4,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { API_KEY } from './support.js';
 
-const delivery = (i: number) => ({ delivery_id: `dlv_${i}`, endpoint_id: 'ep_1', event_id: `evt_${i}`, event_type: 'participant.acted', status: 'dead', attempts: 3, created_at: '2026-11-18T10:00:00Z', last_error: null });
+const delivery = (i: number) => ({
+  delivery_id: `dlv_${i}`,
+  endpoint_id: 'ep_1',
+  event_id: `evt_${i}`,
+  event_type: 'participant.acted',
+  status: 'dead',
+  attempts: 3,
+  created_at: '2026-11-18T10:00:00Z',
+  last_error: null,
+});
 
 /** `--json` is complete JSON or nothing: a failed walk must not leave a partial array on stdout. */
 describe('deliveries list --json when the service fails', () => {
@@ -33,7 +42,8 @@ describe('deliveries list --json when the service fails', () => {
 
   const page = (items: unknown[], next: string | null) => (res: http.ServerResponse) =>
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ deliveries: items, next_cursor: next }));
-  const refused = (res: http.ServerResponse) => res.writeHead(403, { 'content-type': 'application/json' }).end('{"error":{"code":"forbidden","message":"no"}}');
+  const refused = (res: http.ServerResponse) =>
+    res.writeHead(403, { 'content-type': 'application/json' }).end('{"error":{"code":"forbidden","message":"no"}}');
   const env = () => ({ POSTROOM_API_BASE_URL: base, POSTROOM_API_KEY: API_KEY, POSTROOM_API_MAX_ATTEMPTS: '1' });
 
   it('an error on the first page prints nothing on stdout', async () => {

@@ -11,7 +11,12 @@ describe('ApiError', () => {
     const err = (await caught(m.client.webhookEndpoints.create({ url: 'https://h.example/x', events: [] }))) as ApiError;
     expect(err).toBeInstanceOf(ApiError);
     expect(err).toBeInstanceOf(PostroomError);
-    expect(err).toMatchObject({ code: 'insufficient_scope', status: 403, operation: 'webhookEndpoints.create', requiredScope: 'webhooks.write' });
+    expect(err).toMatchObject({
+      code: 'insufficient_scope',
+      status: 403,
+      operation: 'webhookEndpoints.create',
+      requiredScope: 'webhooks.write',
+    });
     expect(err.message).toContain('webhooks.write');
     expect(err.body).toEqual({ error: { code: 'forbidden', message: 'missing scope' } });
     expect(err.toJSON()).toMatchObject({ code: 'insufficient_scope', details: { required_scope: 'webhooks.write', status: 403 } });
@@ -62,7 +67,9 @@ describe('the API key never leaks', () => {
     const errors: unknown[] = [];
     errors.push(await caught(m.client.me()));
     errors.push(await caught(m.client.webhookEndpoints.list()));
-    errors.push(await caught(m.client.correspondence.create({ kind: 'k', subject: 's', content_type: 'c', document_ids: [], recipients: [] })));
+    errors.push(
+      await caught(m.client.correspondence.create({ kind: 'k', subject: 's', content_type: 'c', document_ids: [], recipients: [] })),
+    );
     errors.push(await caught(m.client.webhookDeliveries.list()));
     errors.push(await caught(m.client.webhookEndpoints.delete('ep_1')));
     await m.client.me();
@@ -71,7 +78,14 @@ describe('the API key never leaks', () => {
     for (const err of errors) {
       expect(err).toBeInstanceOf(ApiError);
       const e = err as ApiError;
-      const text = [e.message, e.stack, JSON.stringify(e), JSON.stringify(e.body), String(e.cause), (e.cause as Error | undefined)?.stack].join('\n');
+      const text = [
+        e.message,
+        e.stack,
+        JSON.stringify(e),
+        JSON.stringify(e.body),
+        String(e.cause),
+        (e.cause as Error | undefined)?.stack,
+      ].join('\n');
       expect(text).not.toContain(API_KEY);
     }
     expect((errors[0] as ApiError).message).toContain('[redacted]');
@@ -109,9 +123,11 @@ describe('the API key never leaks', () => {
   it('from config: base URL, key and correspondence path are checked at creation', () => {
     expect(() => createApiClientFromConfig(loadConfig({ POSTROOM_API_KEY: API_KEY }))).toThrow(/POSTROOM_API_BASE_URL/);
     expect(() => createApiClientFromConfig(loadConfig({ POSTROOM_API_BASE_URL: ORIGIN }))).toThrow(/POSTROOM_API_KEY/);
-    expect(() => createApiClientFromConfig(loadConfig({ POSTROOM_API_BASE_URL: ORIGIN, POSTROOM_API_KEY: API_KEY, POSTROOM_CORRESPONDENCE_PATH: '/correspondence' }))).toThrow(
-      /POSTROOM_CORRESPONDENCE_PATH/,
-    );
+    expect(() =>
+      createApiClientFromConfig(
+        loadConfig({ POSTROOM_API_BASE_URL: ORIGIN, POSTROOM_API_KEY: API_KEY, POSTROOM_CORRESPONDENCE_PATH: '/correspondence' }),
+      ),
+    ).toThrow(/POSTROOM_CORRESPONDENCE_PATH/);
     const c = createApiClientFromConfig(loadConfig({ POSTROOM_API_BASE_URL: ORIGIN, POSTROOM_API_KEY: 'svc_live_x1' }));
     expect(c.plane).toBe('live');
   });
@@ -126,9 +142,13 @@ describe('metrics', () => {
     m.reply('GET', '/sender/v2/webhook-endpoints', 404, '');
     await m.client.me();
     await caught(m.client.webhookEndpoints.list());
-    const counts = Object.fromEntries((await m.metrics.apiRequests.get()).values.map((v) => [`${v.labels.operation} ${v.labels.status_class}`, v.value]));
+    const counts = Object.fromEntries(
+      (await m.metrics.apiRequests.get()).values.map((v) => [`${v.labels.operation} ${v.labels.status_class}`, v.value]),
+    );
     expect(counts).toEqual({ 'me 5xx': 1, 'me network': 1, 'me 2xx': 1, 'webhookEndpoints.list 4xx': 1 });
-    const durations = (await m.metrics.apiDuration.get()).values.filter((v) => v.metricName === 'postroom_api_request_duration_seconds_count');
+    const durations = (await m.metrics.apiDuration.get()).values.filter(
+      (v) => v.metricName === 'postroom_api_request_duration_seconds_count',
+    );
     expect(Object.fromEntries(durations.map((v) => [v.labels.operation, v.value]))).toEqual({ me: 3, 'webhookEndpoints.list': 1 });
   });
 });

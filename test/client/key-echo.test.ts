@@ -72,22 +72,20 @@ describe('an API key the service echoes back escaped never leaks', () => {
       await database?.drop();
     });
 
-    it.each([
-      [['deliveries', 'list']],
-      [['deliveries', 'list', '--json']],
-      [['endpoints', 'list']],
-      [['reconcile', '--since', '1h']],
-    ])('postroom %j', async (args) => {
-      const env: Record<string, string> = { POSTROOM_API_BASE_URL: base, POSTROOM_API_KEY: API_KEY, LOG_LEVEL: 'debug' };
-      if (database) env.DATABASE_URL = database.url;
-      else env.POSTROOM_DATA_DIR = `/tmp/postroom-key-echo-${process.pid}-${args.join('-')}`;
-      if (args[0] === 'reconcile') await spawnCli(['migrate'], env).exited;
-      const proc = spawnCli(args, env);
-      const { code } = await proc.exited;
-      expect(code).not.toBe(0);
-      const out = proc.output();
-      expect(out).toMatch(/403|insufficient_scope|forbidden/);
-      expect(decodeAll(out)).not.toContain(API_KEY);
-    });
+    it.each([[['deliveries', 'list']], [['deliveries', 'list', '--json']], [['endpoints', 'list']], [['reconcile', '--since', '1h']]])(
+      'postroom %j',
+      async (args) => {
+        const env: Record<string, string> = { POSTROOM_API_BASE_URL: base, POSTROOM_API_KEY: API_KEY, LOG_LEVEL: 'debug' };
+        if (database) env.DATABASE_URL = database.url;
+        else env.POSTROOM_DATA_DIR = `/tmp/postroom-key-echo-${process.pid}-${args.join('-')}`;
+        if (args[0] === 'reconcile') await spawnCli(['migrate'], env).exited;
+        const proc = spawnCli(args, env);
+        const { code } = await proc.exited;
+        expect(code).not.toBe(0);
+        const out = proc.output();
+        expect(out).toMatch(/403|insufficient_scope|forbidden/);
+        expect(decodeAll(out)).not.toContain(API_KEY);
+      },
+    );
   });
 });

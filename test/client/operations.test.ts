@@ -3,12 +3,25 @@ import { ApiError } from '../../src/client/index.js';
 import { API_KEY, ORIGIN, caught, mockedClient } from './support.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const ENDPOINT = { endpoint_id: 'ep_1', url: 'https://hooks.example.com/in', events: ['participant.acted'], active: true, created_at: '2026-11-18T10:00:00.000Z' };
+const ENDPOINT = {
+  endpoint_id: 'ep_1',
+  url: 'https://hooks.example.com/in',
+  events: ['participant.acted'],
+  active: true,
+  created_at: '2026-11-18T10:00:00.000Z',
+};
 
 describe('every operation sends what the spec shows and returns what it answers', () => {
   it('me: GET /me with the bearer key', async () => {
     const m = mockedClient();
-    m.reply('GET', '/sender/v2/me', 200, { organization_id: 'org_1', organization_name: 'Acme', plane: 'sandbox', tier: 'standard', approved: true, scopes: ['webhooks.read'] });
+    m.reply('GET', '/sender/v2/me', 200, {
+      organization_id: 'org_1',
+      organization_name: 'Acme',
+      plane: 'sandbox',
+      tier: 'standard',
+      approved: true,
+      scopes: ['webhooks.read'],
+    });
     const me = await m.client.me();
     expect(me.organization_id).toBe('org_1');
     expect(m.calls[0]).toMatchObject({ method: 'GET', path: '/sender/v2/me' });
@@ -39,8 +52,18 @@ describe('every operation sends what the spec shows and returns what it answers'
       document_ids: ['doc_1'],
       recipients: [{ addressing: { type: 'nin', nin: '12345678901' }, display_name: 'Ada', ref: 'emp-42' }],
     };
-    m.reply('POST', '/sender/v2/correspondence', 201, { correspondence_id: 'cor_1', kind: 'letter', status: 'live', participants: [{ participant_id: 'par_1', ref: 'emp-42', state: 'delivered' }] });
-    m.reply('POST', '/sender/v2/correspondence', 202, { correspondence_id: 'cor_2', kind: 'letter', status: 'live', participants: [{ participant_id: 'par_2', ref: 'emp-42', state: 'pending' }] });
+    m.reply('POST', '/sender/v2/correspondence', 201, {
+      correspondence_id: 'cor_1',
+      kind: 'letter',
+      status: 'live',
+      participants: [{ participant_id: 'par_1', ref: 'emp-42', state: 'delivered' }],
+    });
+    m.reply('POST', '/sender/v2/correspondence', 202, {
+      correspondence_id: 'cor_2',
+      kind: 'letter',
+      status: 'live',
+      participants: [{ participant_id: 'par_2', ref: 'emp-42', state: 'pending' }],
+    });
     const sent = await m.client.correspondence.create(input);
     expect(sent).toMatchObject({ correspondence_id: 'cor_1', queued: false });
     expect(m.calls[0]!.body).toEqual(input);
@@ -52,7 +75,13 @@ describe('every operation sends what the spec shows and returns what it answers'
   });
 
   it('correspondence.get: GET /correspondence/{id} by default, or the configured path', async () => {
-    const body = { correspondence_id: 'cor/1', kind: 'letter', status: 'live', participants: [{ participant_id: 'par_1', ref: 'r', state: 'delivered', last_act: 'read', last_act_at: '2026-11-18T10:00:00Z' }], send_summary: null };
+    const body = {
+      correspondence_id: 'cor/1',
+      kind: 'letter',
+      status: 'live',
+      participants: [{ participant_id: 'par_1', ref: 'r', state: 'delivered', last_act: 'read', last_act_at: '2026-11-18T10:00:00Z' }],
+      send_summary: null,
+    };
     const m = mockedClient();
     m.reply('GET', '/sender/v2/correspondence/cor%2F1', 200, body);
     const c = await m.client.correspondence.get('cor/1');
@@ -93,7 +122,10 @@ describe('every operation sends what the spec shows and returns what it answers'
 
   it('webhookEndpoints.list: GET /webhook-endpoints?limit=…, one page', async () => {
     const m = mockedClient();
-    m.reply('GET', '/sender/v2/webhook-endpoints?limit=2', 200, { endpoints: [ENDPOINT, { ...ENDPOINT, endpoint_id: 'ep_2' }], next_cursor: 'c2' });
+    m.reply('GET', '/sender/v2/webhook-endpoints?limit=2', 200, {
+      endpoints: [ENDPOINT, { ...ENDPOINT, endpoint_id: 'ep_2' }],
+      next_cursor: 'c2',
+    });
     const page = await m.client.webhookEndpoints.list({ limit: 2 });
     expect(page.items.map((e) => e.endpoint_id)).toEqual(['ep_1', 'ep_2']);
     expect(page.nextCursor).toBe('c2');
@@ -134,7 +166,16 @@ describe('every operation sends what the spec shows and returns what it answers'
 
   it('webhookDeliveries.list: GET /webhook-deliveries with the filters in the query', async () => {
     const m = mockedClient();
-    const d = { delivery_id: 'dl_1', endpoint_id: 'ep_1', event_id: 'evt_1', event_type: 'participant.acted', status: 'dead', attempts: 8, last_error: 'timeout', created_at: '2026-11-18T10:00:00Z' };
+    const d = {
+      delivery_id: 'dl_1',
+      endpoint_id: 'ep_1',
+      event_id: 'evt_1',
+      event_type: 'participant.acted',
+      status: 'dead',
+      attempts: 8,
+      last_error: 'timeout',
+      created_at: '2026-11-18T10:00:00Z',
+    };
     m.reply('GET', '/sender/v2/webhook-deliveries?limit=10&status=dead&endpoint_id=ep_1', 200, { deliveries: [d], next_cursor: null });
     const page = await m.client.webhookDeliveries.list({ limit: 10, status: 'dead', endpoint_id: 'ep_1' });
     expect(page).toEqual({ items: [d], nextCursor: null });

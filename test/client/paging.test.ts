@@ -3,15 +3,33 @@ import type { ApiError, WebhookDelivery } from '../../src/client/index.js';
 import { caught, mockedClient } from './support.js';
 
 function delivery(n: number): WebhookDelivery {
-  return { delivery_id: `dl_${n}`, endpoint_id: 'ep_1', event_id: `evt_${n}`, event_type: 'participant.acted', status: 'dead', attempts: 8, last_error: '503', created_at: '2026-11-18T10:00:00Z' };
+  return {
+    delivery_id: `dl_${n}`,
+    endpoint_id: 'ep_1',
+    event_id: `evt_${n}`,
+    event_type: 'participant.acted',
+    status: 'dead',
+    attempts: 8,
+    last_error: '503',
+    created_at: '2026-11-18T10:00:00Z',
+  };
 }
 
 describe('cursor paging', () => {
   it('iterate() follows next_cursor across several pages, keeping the filters and limit on every page', async () => {
     const m = mockedClient();
-    m.reply('GET', '/sender/v2/webhook-deliveries?limit=2&status=dead&endpoint_id=ep_1', 200, { deliveries: [delivery(1), delivery(2)], next_cursor: 'c2' });
-    m.reply('GET', '/sender/v2/webhook-deliveries?limit=2&status=dead&endpoint_id=ep_1&cursor=c2', 200, { deliveries: [delivery(3), delivery(4)], next_cursor: 'c3' });
-    m.reply('GET', '/sender/v2/webhook-deliveries?limit=2&status=dead&endpoint_id=ep_1&cursor=c3', 200, { deliveries: [delivery(5)], next_cursor: null });
+    m.reply('GET', '/sender/v2/webhook-deliveries?limit=2&status=dead&endpoint_id=ep_1', 200, {
+      deliveries: [delivery(1), delivery(2)],
+      next_cursor: 'c2',
+    });
+    m.reply('GET', '/sender/v2/webhook-deliveries?limit=2&status=dead&endpoint_id=ep_1&cursor=c2', 200, {
+      deliveries: [delivery(3), delivery(4)],
+      next_cursor: 'c3',
+    });
+    m.reply('GET', '/sender/v2/webhook-deliveries?limit=2&status=dead&endpoint_id=ep_1&cursor=c3', 200, {
+      deliveries: [delivery(5)],
+      next_cursor: null,
+    });
     const seen: string[] = [];
     for await (const d of m.client.webhookDeliveries.iterate({ status: 'dead', endpoint_id: 'ep_1', limit: 2 })) seen.push(d.delivery_id);
     expect(seen).toEqual(['dl_1', 'dl_2', 'dl_3', 'dl_4', 'dl_5']);
@@ -51,7 +69,13 @@ describe('cursor paging', () => {
   });
 
   it('endpoint lists accept endpoints, data or items as the array name', async () => {
-    const e = (id: string) => ({ endpoint_id: id, url: 'https://h.example/x', events: [], active: true, created_at: '2026-11-18T10:00:00Z' });
+    const e = (id: string) => ({
+      endpoint_id: id,
+      url: 'https://h.example/x',
+      events: [],
+      active: true,
+      created_at: '2026-11-18T10:00:00Z',
+    });
     const m = mockedClient();
     m.reply('GET', '/sender/v2/webhook-endpoints?limit=1', 200, { data: [e('ep_1')], next_cursor: 'a' });
     m.reply('GET', '/sender/v2/webhook-endpoints?limit=1&cursor=a', 200, { items: [e('ep_2')], next_cursor: 'b' });

@@ -180,7 +180,13 @@ describe('time-outs and resets on a real socket', () => {
     const base = await listen(() => {
       requests++;
     });
-    const client = createApiClient({ baseUrl: base, apiKey: API_KEY, maxAttempts: 2, timeouts: { headersMs: 100 }, sleep: async () => undefined });
+    const client = createApiClient({
+      baseUrl: base,
+      apiKey: API_KEY,
+      maxAttempts: 2,
+      timeouts: { headersMs: 100 },
+      sleep: async () => undefined,
+    });
     try {
       const err = (await caught(client.me())) as ApiError;
       expect(err).toMatchObject({ code: 'timeout', attempts: 2 });
@@ -192,7 +198,14 @@ describe('time-outs and resets on a real socket', () => {
 
   it('the overall deadline cuts a hanging attempt short and is not retried past', async () => {
     const base = await listen(() => undefined);
-    const client = createApiClient({ baseUrl: base, apiKey: API_KEY, maxAttempts: 5, deadlineMs: 150, timeouts: { headersMs: 60_000 }, sleep: async () => undefined });
+    const client = createApiClient({
+      baseUrl: base,
+      apiKey: API_KEY,
+      maxAttempts: 5,
+      deadlineMs: 150,
+      timeouts: { headersMs: 60_000 },
+      sleep: async () => undefined,
+    });
     try {
       const err = (await caught(client.me())) as ApiError;
       expect(err.code).toBe('timeout');

@@ -40,12 +40,28 @@ describe('client against the sandbox', () => {
   });
 
   it('documents.upload, correspondence.create (direct and queued) and correspondence.get', async () => {
-    const doc = await client.documents.upload({ filename: 'payslip.pdf', media_type: 'application/pdf', content_base64: Buffer.from('%PDF-1.7').toString('base64') });
+    const doc = await client.documents.upload({
+      filename: 'payslip.pdf',
+      media_type: 'application/pdf',
+      content_base64: Buffer.from('%PDF-1.7').toString('base64'),
+    });
     expect(doc.document_id).toBeTruthy();
-    const direct = await client.correspondence.create({ kind: 'letter', subject: 'Payslip', content_type: 'payslip', document_ids: [doc.document_id], recipients: [recipient(1)] });
+    const direct = await client.correspondence.create({
+      kind: 'letter',
+      subject: 'Payslip',
+      content_type: 'payslip',
+      document_ids: [doc.document_id],
+      recipients: [recipient(1)],
+    });
     expect(direct.queued).toBe(false);
     expect(direct.participants).toHaveLength(1);
-    const queued = await client.correspondence.create({ kind: 'letter', subject: 'Notice', content_type: 'notice', document_ids: [], recipients: [recipient(2), recipient(3)] });
+    const queued = await client.correspondence.create({
+      kind: 'letter',
+      subject: 'Notice',
+      content_type: 'notice',
+      document_ids: [],
+      recipients: [recipient(2), recipient(3)],
+    });
     expect(queued.queued).toBe(true);
     expect(queued.participants.every((p) => p.state === 'pending')).toBe(true);
     const read = await client.correspondence.get(direct.correspondence_id);

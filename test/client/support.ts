@@ -61,9 +61,9 @@ export function mockedClient(overrides: Partial<ApiClientOptions> = {}) {
     data: unknown = '',
     headers: Record<string, string> = {},
   ): MockScope {
-    return pool
-      .intercept({ method, path: matcher(path) })
-      .reply(statusCode, typeof data === 'string' ? data : JSON.stringify(data), { headers: { 'content-type': 'application/json', ...headers } });
+    return pool.intercept({ method, path: matcher(path) }).reply(statusCode, typeof data === 'string' ? data : JSON.stringify(data), {
+      headers: { 'content-type': 'application/json', ...headers },
+    });
   }
 
   /** Fails the next matching request at the network level. */
@@ -91,7 +91,13 @@ export function mockedClient(overrides: Partial<ApiClientOptions> = {}) {
 function matcher(path: string | RegExp): RegExp | ((p: string) => boolean) {
   if (typeof path !== 'string') return path;
   const [base, query] = path.split('?');
-  const sorted = query === undefined ? base! : `${base}?${[...new URLSearchParams(query)].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')}`;
+  const sorted =
+    query === undefined
+      ? base!
+      : `${base}?${[...new URLSearchParams(query)]
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([k, v]) => `${k}=${encodeURIComponent(v)}`)
+          .join('&')}`;
   return (p: string) => p === sorted;
 }
 

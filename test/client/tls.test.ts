@@ -19,7 +19,13 @@ describe('tier-1 client certificate', () => {
 
   beforeAll(async () => {
     server = https.createServer(
-      { key: fs.readFileSync(file('server-key.pem')), cert: fs.readFileSync(file('server.pem')), ca: fs.readFileSync(file('ca.pem')), requestCert: true, rejectUnauthorized: true },
+      {
+        key: fs.readFileSync(file('server-key.pem')),
+        cert: fs.readFileSync(file('server.pem')),
+        ca: fs.readFileSync(file('ca.pem')),
+        requestCert: true,
+        rejectUnauthorized: true,
+      },
       (req, res) => {
         const peer = (req.socket as TLSSocket).getPeerCertificate();
         res.setHeader('content-type', 'application/json');
@@ -52,7 +58,14 @@ describe('tier-1 client certificate', () => {
   });
 
   it('without the certificate the gateway refuses the connection', async () => {
-    const client = createApiClientFromConfig(loadConfig({ POSTROOM_API_BASE_URL: base, POSTROOM_API_KEY: API_KEY, POSTROOM_API_CA_FILE: file('ca.pem'), POSTROOM_API_MAX_ATTEMPTS: '1' }));
+    const client = createApiClientFromConfig(
+      loadConfig({
+        POSTROOM_API_BASE_URL: base,
+        POSTROOM_API_KEY: API_KEY,
+        POSTROOM_API_CA_FILE: file('ca.pem'),
+        POSTROOM_API_MAX_ATTEMPTS: '1',
+      }),
+    );
     try {
       const err = (await caught(client.me())) as ApiError;
       expect(err.code).toBe('network_error');
@@ -63,12 +76,19 @@ describe('tier-1 client certificate', () => {
   });
 
   it('a certificate without its key, or an unreadable file, is a configuration error naming the setting', () => {
-    expect(() => createApiClientFromConfig(loadConfig({ POSTROOM_API_BASE_URL: base, POSTROOM_API_KEY: API_KEY, POSTROOM_API_CLIENT_CERT_FILE: file('client.pem') }))).toThrow(
-      /POSTROOM_API_CLIENT_KEY_FILE/,
-    );
     expect(() =>
       createApiClientFromConfig(
-        loadConfig({ POSTROOM_API_BASE_URL: base, POSTROOM_API_KEY: API_KEY, POSTROOM_API_CLIENT_CERT_FILE: file('nope.pem'), POSTROOM_API_CLIENT_KEY_FILE: file('client-key.pem') }),
+        loadConfig({ POSTROOM_API_BASE_URL: base, POSTROOM_API_KEY: API_KEY, POSTROOM_API_CLIENT_CERT_FILE: file('client.pem') }),
+      ),
+    ).toThrow(/POSTROOM_API_CLIENT_KEY_FILE/);
+    expect(() =>
+      createApiClientFromConfig(
+        loadConfig({
+          POSTROOM_API_BASE_URL: base,
+          POSTROOM_API_KEY: API_KEY,
+          POSTROOM_API_CLIENT_CERT_FILE: file('nope.pem'),
+          POSTROOM_API_CLIENT_KEY_FILE: file('client-key.pem'),
+        }),
       ),
     ).toThrow(/POSTROOM_API_CLIENT_CERT_FILE: cannot read/);
   });

@@ -5,7 +5,15 @@ import { ConfigError } from '../../src/errors.js';
 describe('loadConfig', () => {
   it('has working defaults with an empty environment', () => {
     const c = loadConfig({}, '/srv/app');
-    expect(c.ingress).toMatchObject({ host: '127.0.0.1', port: 8080, maxBodyBytes: 1024 * 1024, toleranceSeconds: 300, signedPayload: 'body', ackTimeoutMs: 5000, secrets: [] });
+    expect(c.ingress).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      maxBodyBytes: 1024 * 1024,
+      toleranceSeconds: 300,
+      signedPayload: 'body',
+      ackTimeoutMs: 5000,
+      secrets: [],
+    });
     expect(c.database).toMatchObject({ url: undefined, dataDir: '/srv/app/.postroom' });
     expect(c.worker.maxAttempts).toBe(10);
     expect(c.reconcileCron).toBe('*/5 * * * *');

@@ -19,7 +19,9 @@ describe.skipIf(!(await adminUrl()))("postroom on the application's own pg.Pool"
     // One connection: postroom and the application necessarily take turns on the same session.
     const pool = new pg.Pool({ connectionString: database.url, max: 1 });
     cleanups.push(() => pool.end());
-    await pool.query(`CREATE SCHEMA app; CREATE TABLE app.inbox (note text); INSERT INTO app.inbox VALUES ('mine'); CREATE TABLE app.orders (event_id text)`);
+    await pool.query(
+      `CREATE SCHEMA app; CREATE TABLE app.inbox (note text); INSERT INTO app.inbox VALUES ('mine'); CREATE TABLE app.orders (event_id text)`,
+    );
     await pool.query('SET search_path TO app, public');
 
     const db = createPgDb({ pool, logger: silentLogger() });

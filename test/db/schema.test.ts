@@ -43,10 +43,16 @@ interface LegacyTarget {
 
 /** The old migrator, as it was: every file and its ledger row straight into public. */
 async function installLegacyLayout(target: LegacyTarget): Promise<void> {
-  await target.exec('CREATE TABLE postroom_migrations (version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+  await target.exec(
+    'CREATE TABLE postroom_migrations (version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+  );
   for (const file of readMigrations().filter((m) => m.version <= LEGACY_VERSIONS)) {
     await target.exec(file.sql);
-    await target.query('INSERT INTO postroom_migrations (version, name, checksum) VALUES ($1, $2, $3)', [file.version, file.name, createHash('sha256').update(file.sql).digest('hex')]);
+    await target.query('INSERT INTO postroom_migrations (version, name, checksum) VALUES ($1, $2, $3)', [
+      file.version,
+      file.name,
+      createHash('sha256').update(file.sql).digest('hex'),
+    ]);
   }
   await target.exec(LEGACY_ROWS);
 }
@@ -54,9 +60,13 @@ async function installLegacyLayout(target: LegacyTarget): Promise<void> {
 type Rows = (sql: string, params?: unknown[]) => Promise<Array<Record<string, unknown>>>;
 
 async function tableCounts(rows: Rows, schema: string): Promise<Record<string, number>> {
-  const names = await rows(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY table_name`, [schema]);
+  const names = await rows(
+    `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY table_name`,
+    [schema],
+  );
   const out: Record<string, number> = {};
-  for (const { table_name: name } of names) out[name as string] = (await rows(`SELECT count(*)::int AS n FROM ${schema}."${name as string}"`))[0]!.n as number;
+  for (const { table_name: name } of names)
+    out[name as string] = (await rows(`SELECT count(*)::int AS n FROM ${schema}."${name as string}"`))[0]!.n as number;
   return out;
 }
 
@@ -115,17 +125,33 @@ describe.each(await availableStoreKinds())('own schema on %s', (kind) => {
     await legacy.close();
     // Every table the old layout had holds rows, so "no row lost" covers every table.
     expect(Object.keys(before).sort()).toEqual(
-      ['correspondence_projection', 'endpoint_secrets', 'inbox', 'participant_projection', 'postroom_migrations', 'reconcile_gaps', 'reconcile_runs', 'reconcile_watermarks', 'sent_correspondence', 'webhook_endpoints'].sort(),
+      [
+        'correspondence_projection',
+        'endpoint_secrets',
+        'inbox',
+        'participant_projection',
+        'postroom_migrations',
+        'reconcile_gaps',
+        'reconcile_runs',
+        'reconcile_watermarks',
+        'sent_correspondence',
+        'webhook_endpoints',
+      ].sort(),
     );
     for (const n of Object.values(before)) expect(n).toBeGreaterThan(0);
 
     const db = await pair.open();
     const { applied } = await migrate(db, { logger: silentLogger() });
     // Only the migrations the old layout had not applied run after the move.
-    expect(applied.map((m) => m.version)).toEqual(readMigrations().filter((m) => m.version > LEGACY_VERSIONS).map((m) => m.version));
+    expect(applied.map((m) => m.version)).toEqual(
+      readMigrations()
+        .filter((m) => m.version > LEGACY_VERSIONS)
+        .map((m) => m.version),
+    );
 
     const after = await tableCounts(rowsOf(db), 'postroom');
-    for (const [table, n] of Object.entries(before)) expect(after[table], table).toBe(table === 'postroom_migrations' ? readMigrations().length : n);
+    for (const [table, n] of Object.entries(before))
+      expect(after[table], table).toBe(table === 'postroom_migrations' ? readMigrations().length : n);
     expect(await tableCounts(rowsOf(db), 'public')).toEqual({});
 
     // Unqualified queries reach the moved rows, and identity sequences moved with their tables.
@@ -137,7 +163,9 @@ describe.each(await availableStoreKinds())('own schema on %s', (kind) => {
     await db.query(`INSERT INTO reconcile_runs (outcome) VALUES ('clean')`);
     const runs = await db.query<{ run_id: string }>('SELECT run_id::text FROM reconcile_runs ORDER BY run_id');
     expect(runs.rows.map((r) => r.run_id)).toEqual(['1', '2']);
-    const seq = await db.query<{ schema: string }>(`SELECT schemaname AS schema FROM pg_sequences WHERE sequencename LIKE 'reconcile_runs%'`);
+    const seq = await db.query<{ schema: string }>(
+      `SELECT schemaname AS schema FROM pg_sequences WHERE sequencename LIKE 'reconcile_runs%'`,
+    );
     expect(seq.rows).toEqual([{ schema: 'postroom' }]);
 
     // Idempotent: a second run finds nothing to move and nothing to apply.
@@ -161,7 +189,9 @@ describe.each(await availableStoreKinds())('own schema on %s', (kind) => {
     expect((await db.query('SELECT note FROM public.webhook_endpoints_audit')).rows).toEqual([{ note: 'from a handler' }]);
     expect((await db.query<{ note: string }>('SELECT note FROM public.inbox')).rows).toEqual([{ note: 'mine' }]);
     expect((await db.query<{ name: string }>('SELECT name FROM public.webhook_endpoints')).rows).toEqual([{ name: 'theirs' }]);
-    const cols = await db.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'inbox' ORDER BY ordinal_position`);
+    const cols = await db.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'inbox' ORDER BY ordinal_position`,
+    );
     expect(cols.rows.map((c) => c.column_name)).toEqual(['id', 'note']);
   });
 });
@@ -187,13 +217,17 @@ describe('schema settings', () => {
 
   it.each(['public', 'Hooks', 'pg_x', '1abc', 'a;drop', 'a'.repeat(64)])('refuses %s', (schema) => {
     expect(() => loadConfig({ POSTROOM_DB_SCHEMA: schema })).toThrow(/POSTROOM_DB_SCHEMA/);
-    expect(() => createPgDb({ url: 'postgres://x@127.0.0.1/x', poolSize: 1, logger: silentLogger(), schema })).toThrow(expect.objectContaining({ code: 'db_schema_invalid' }));
+    expect(() => createPgDb({ url: 'postgres://x@127.0.0.1/x', poolSize: 1, logger: silentLogger(), schema })).toThrow(
+      expect.objectContaining({ code: 'db_schema_invalid' }),
+    );
   });
 
   it('finds what each migration creates, renames included', () => {
-    expect(objectsCreatedBy(`-- CREATE TABLE not_this\nCREATE TABLE IF NOT EXISTS a (x int); create unlogged table "Mixed" (y int);
+    expect(
+      objectsCreatedBy(`-- CREATE TABLE not_this\nCREATE TABLE IF NOT EXISTS a (x int); create unlogged table "Mixed" (y int);
       CREATE VIEW v AS SELECT 1; CREATE TYPE mood AS ENUM ('x'); CREATE OR REPLACE FUNCTION f() RETURNS int AS $$ SELECT 1 $$ LANGUAGE sql;
-      ALTER TABLE a RENAME TO b; CREATE SEQUENCE s; CREATE INDEX i ON a (x);`)).toEqual([
+      ALTER TABLE a RENAME TO b; CREATE SEQUENCE s; CREATE INDEX i ON a (x);`),
+    ).toEqual([
       { kind: 'relation', name: 'a' },
       { kind: 'relation', name: 'Mixed' },
       { kind: 'relation', name: 's' },

@@ -80,12 +80,15 @@ describe.skipIf(!pgUrl)('Postgres pool time-outs', () => {
       return session.transaction(async (tx) => (await tx.query<{ ok: boolean }>('SELECT true AS ok FROM pg_sleep(0.4)')).rows[0]!.ok);
     });
     expect(locked).toEqual({ acquired: true, value: true });
-    for (let i = 0; i < 4; i++) expect((await db.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout).toBe('300ms');
+    for (let i = 0; i < 4; i++)
+      expect((await db.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout).toBe('300ms');
   });
 
   it.skipIf(!hasSs)('pooled sockets have TCP keepalive on (the kernel shows a keepalive timer)', async () => {
     await db.query('SELECT 1');
-    const ports = (await admin.query<{ port: number }>('SELECT client_port AS port FROM pg_stat_activity WHERE application_name = $1', [app])).rows.map((r) => r.port);
+    const ports = (
+      await admin.query<{ port: number }>('SELECT client_port AS port FROM pg_stat_activity WHERE application_name = $1', [app])
+    ).rows.map((r) => r.port);
     expect(ports.length).toBeGreaterThan(0);
     for (const port of ports) {
       const line = execFileSync('ss', ['-tno', 'state', 'established', `( sport = :${port} )`], { encoding: 'utf8' });

@@ -71,7 +71,10 @@ describe('README examples run as written', () => {
     const tsx = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
     for (const [i, e] of all.entries()) {
       if (!e.runs) continue;
-      const { stdout } = await run(process.execPath, [tsx, '--tsconfig', path.join(dir, 'tsconfig.json'), fileOf(i)], { cwd: dir, timeout: 60_000 });
+      const { stdout } = await run(process.execPath, [tsx, '--tsconfig', path.join(dir, 'tsconfig.json'), fileOf(i)], {
+        cwd: dir,
+        timeout: 60_000,
+      });
       if (e.code.includes('constructEvent')) expect(stdout, `${e.file}:${e.line}`).toBe('approved\nno_matching_signature\n');
     }
   }, 120_000);

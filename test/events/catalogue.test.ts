@@ -36,13 +36,16 @@ describe('event catalogue', () => {
     expect(validateEvent(row(type, data))).toMatchObject({ kind: 'known', event: { type, data } });
   });
 
-  it.each(Object.entries(MINIMAL).filter(([, d]) => Object.keys(d).length > 0))('quarantines %s without its first required field, naming it', (type, data) => {
-    const [first] = Object.keys(data);
-    const { [first!]: _dropped, ...rest } = data;
-    const v = validateEvent(row(type, rest));
-    expect(v.kind).toBe('invalid');
-    if (v.kind === 'invalid') expect(v.reason).toContain(first);
-  });
+  it.each(Object.entries(MINIMAL).filter(([, d]) => Object.keys(d).length > 0))(
+    'quarantines %s without its first required field, naming it',
+    (type, data) => {
+      const [first] = Object.keys(data);
+      const { [first!]: _dropped, ...rest } = data;
+      const v = validateEvent(row(type, rest));
+      expect(v.kind).toBe('invalid');
+      if (v.kind === 'invalid') expect(v.reason).toContain(first);
+    },
+  );
 
   it('keeps unknown fields and accepts act values it has never seen', () => {
     const data = { correspondence_id: 'cor_1', participant_id: 'par_1', act: 'notarised_by_owl', ref: 'r', snapshot: { a: 1 } };
@@ -58,7 +61,11 @@ describe('event catalogue', () => {
   });
 
   it('validates the participant snapshot of correspondence.created', () => {
-    const good = { correspondence_id: 'cor_1', status: 'live', participants: [{ participant_id: 'par_1', ref: 'r', state: 'held', extra: true }] };
+    const good = {
+      correspondence_id: 'cor_1',
+      status: 'live',
+      participants: [{ participant_id: 'par_1', ref: 'r', state: 'held', extra: true }],
+    };
     expect(validateEvent(row('correspondence.created', good)).kind).toBe('known');
     const bad = { correspondence_id: 'cor_1', participants: [{ ref: 'r', state: 'held' }] };
     const v = validateEvent(row('correspondence.created', bad));
@@ -68,18 +75,41 @@ describe('event catalogue', () => {
 
   it('passes unknown types through untyped instead of failing them', () => {
     const v = validateEvent(row('correspondence.reminded', { correspondence_id: 'cor_1', whatever: [1] }));
-    expect(v).toEqual({ kind: 'unknown', event: { event_id: 'evt_1', type: 'correspondence.reminded', at: '2026-11-18T10:15:00.000Z', data: { correspondence_id: 'cor_1', whatever: [1] } } });
+    expect(v).toEqual({
+      kind: 'unknown',
+      event: {
+        event_id: 'evt_1',
+        type: 'correspondence.reminded',
+        at: '2026-11-18T10:15:00.000Z',
+        data: { correspondence_id: 'cor_1', whatever: [1] },
+      },
+    });
     expect(isKnownEventType('correspondence.reminded')).toBe(false);
     expect(isKnownEventType('toString')).toBe(false);
   });
 
   it('checks the envelope again: stored id and type must match, data must be an object, a payload must exist', () => {
     const data = MINIMAL['webhook.test'];
-    expect(validateEvent(row('webhook.test', data, { event_id: 'evt_other' }))).toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/event_id/) });
-    expect(validateEvent(row('webhook.test', data, { type: 'claim.claimed' }))).toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/type/) });
-    expect(validateEvent(row('webhook.test', [1, 2]))).toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/data must be an object/) });
-    expect(validateEvent(row('webhook.test', data, { at: 'yesterday' }))).toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/at must be/) });
-    expect(validateEvent({ event_id: 'evt_1', type: 'webhook.test', payload: null })).toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/no payload/) });
+    expect(validateEvent(row('webhook.test', data, { event_id: 'evt_other' }))).toMatchObject({
+      kind: 'invalid',
+      reason: expect.stringMatching(/event_id/),
+    });
+    expect(validateEvent(row('webhook.test', data, { type: 'claim.claimed' }))).toMatchObject({
+      kind: 'invalid',
+      reason: expect.stringMatching(/type/),
+    });
+    expect(validateEvent(row('webhook.test', [1, 2]))).toMatchObject({
+      kind: 'invalid',
+      reason: expect.stringMatching(/data must be an object/),
+    });
+    expect(validateEvent(row('webhook.test', data, { at: 'yesterday' }))).toMatchObject({
+      kind: 'invalid',
+      reason: expect.stringMatching(/at must be/),
+    });
+    expect(validateEvent({ event_id: 'evt_1', type: 'webhook.test', payload: null })).toMatchObject({
+      kind: 'invalid',
+      reason: expect.stringMatching(/no payload/),
+    });
   });
 
   it('keeps reasons short enough for last_error', () => {

@@ -61,7 +61,9 @@ describe('handler types follow the event type', () => {
       return (event.data as Record<string, unknown>).anything_new;
     };
     void handler;
-    expectTypeOf<EventData<'correspondence.created'>['participants']>().toEqualTypeOf<Array<{ participant_id: string; ref: string; state: string }> | undefined>();
+    expectTypeOf<EventData<'correspondence.created'>['participants']>().toEqualTypeOf<
+      Array<{ participant_id: string; ref: string; state: string }> | undefined
+    >();
   });
 
   it('narrows the union by type in a catch-all or every-event handler', () => {

@@ -66,7 +66,10 @@ describe.skipIf(!pgUrl)('bad input against a running receiver', () => {
           fc.nat({ max: 90 }).map((n) => sign({ secret: TEST_SECRET, body: 'x' }).slice(0, n)),
         ),
         async (header) => {
-          const status = await send(validBody(), { 'content-type': 'application/json', 'x-service-signature': header.replace(/[\r\n\0]/g, '') });
+          const status = await send(validBody(), {
+            'content-type': 'application/json',
+            'x-service-signature': header.replace(/[\r\n\0]/g, ''),
+          });
           expect(status).toBe(401);
         },
       ),
@@ -104,13 +107,17 @@ describe.skipIf(!pgUrl)('bad input against a running receiver', () => {
       fc.nat({ max: 200 }).map((d) => '['.repeat(d) + ']'.repeat(d)),
     );
     await fc.assert(
-      fc.asyncProperty(hostile, fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', ''), async (text, type) => {
-        const body = Buffer.from(text, 'latin1');
-        const headers: Record<string, string> = type ? { 'content-type': type } : {};
-        expect(await send(body, headers)).toBe(401);
-        const status = await send(body, { ...headers, 'x-service-signature': sign({ secret: TEST_SECRET, body }) });
-        expect(status).toBe(200);
-      }),
+      fc.asyncProperty(
+        hostile,
+        fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', ''),
+        async (text, type) => {
+          const body = Buffer.from(text, 'latin1');
+          const headers: Record<string, string> = type ? { 'content-type': type } : {};
+          expect(await send(body, headers)).toBe(401);
+          const status = await send(body, { ...headers, 'x-service-signature': sign({ secret: TEST_SECRET, body }) });
+          expect(status).toBe(200);
+        },
+      ),
       { numRuns: 400 },
     );
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
@@ -186,7 +193,9 @@ describe.skipIf(!pgUrl)('bad input against a running receiver', () => {
     socket.on('close', () => (closed = true));
     socket.on('error', () => undefined);
     await new Promise((r) => socket.once('connect', r));
-    socket.write(`POST /webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nX-Service-Signature: t=${now()},v1=${'0'.repeat(64)}\r\n\r\n{`);
+    socket.write(
+      `POST /webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nX-Service-Signature: t=${now()},v1=${'0'.repeat(64)}\r\n\r\n{`,
+    );
     const drip = setInterval(() => socket.write(' '), 200);
     const e = makeEvent();
     expect((await postEvent(hook, e, { secret: TEST_SECRET })).body.status).toBe('accepted');

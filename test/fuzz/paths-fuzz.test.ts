@@ -24,7 +24,18 @@ import { startReceiver, TEST_SECRET } from '../support/receiver.js';
  */
 const pgUrl = await adminUrl();
 
-const segmentChar = fc.constantFrom(...'%%%ZZzz0123456789abcdefABCDEF._-~:@!$&\'()*+,;=/?#'.split(''), 'é', '😀', '%C0', '%AE', '%E0%A4', '%F0%9F', '%00', '%2F', '%25');
+const segmentChar = fc.constantFrom(
+  ..."%%%ZZzz0123456789abcdefABCDEF._-~:@!$&'()*+,;=/?#".split(''),
+  'é',
+  '😀',
+  '%C0',
+  '%AE',
+  '%E0%A4',
+  '%F0%9F',
+  '%00',
+  '%2F',
+  '%25',
+);
 const target = fc
   .tuple(fc.array(segmentChar, { maxLength: 24 }), fc.option(fc.array(fc.constantFrom(...'x=1&%ZZ;?#'.split('')), { maxLength: 8 })))
   .map(([seg, query]) => `/webhooks${seg.length ? '/' : ''}${seg.join('')}${query === null ? '' : `?${query.join('')}`}`)
@@ -34,9 +45,19 @@ const target = fc
 const tokenValue = fc.string({ unit: fc.constantFrom(...'abcdefxyz0123456789 =,;/+-_.:'.split('')), maxLength: 80 });
 const headers = fc.record(
   {
-    'content-type': fc.constantFrom('application/json', 'text/plain', '', 'multipart/form-data; boundary=x', 'application/json; charset=latin1'),
+    'content-type': fc.constantFrom(
+      'application/json',
+      'text/plain',
+      '',
+      'multipart/form-data; boundary=x',
+      'application/json; charset=latin1',
+    ),
     'content-encoding': fc.constantFrom('identity', 'gzip', 'br', 'IDENTITY', 'x-unknown', ''),
-    'x-service-signature': fc.oneof(tokenValue, fc.constant(`t=${Math.floor(Date.now() / 1000)},v1=${'0'.repeat(64)}`), fc.constant('x'.repeat(8000))),
+    'x-service-signature': fc.oneof(
+      tokenValue,
+      fc.constant(`t=${Math.floor(Date.now() / 1000)},v1=${'0'.repeat(64)}`),
+      fc.constant('x'.repeat(8000)),
+    ),
     'x-service-event-id': tokenValue,
     'x-service-event-type': tokenValue,
     accept: fc.constantFrom('*/*', 'text/html', 'application/json;q=0'),
@@ -58,7 +79,15 @@ describe.skipIf(!pgUrl)('hostile paths and headers: standalone server and mounte
     standalone = await startReceiver({ db: store.db, logger: createLogger({ level: 'trace', destination: standaloneLog.stream }) });
     const logger = createLogger({ level: 'trace', destination: hostLog.stream });
     writer = createInboxWriter({ db: store.db, logger, maxBatch: 16, flushTimeoutMs: 5000 });
-    const core = createIngressCore({ writer, secrets: staticSecrets([TEST_SECRET]), clock: systemClock, logger, toleranceSeconds: 300, scheme: 'body', ackTimeoutMs: 5000 });
+    const core = createIngressCore({
+      writer,
+      secrets: staticSecrets([TEST_SECRET]),
+      clock: systemClock,
+      logger,
+      toleranceSeconds: 300,
+      scheme: 'body',
+      ackTimeoutMs: 5000,
+    });
     host = await startHostApp(createIngressRouter({ core, logger, maxBodyBytes: 1024 * 1024 }));
   });
   afterAll(async () => {
@@ -72,14 +101,23 @@ describe.skipIf(!pgUrl)('hostile paths and headers: standalone server and mounte
     const since = [standaloneLog.mark(), hostLog.mark()];
     const cases = fc.oneof(fc.constantFrom(...BAD_TARGETS), target);
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...METHODS), cases, headers, fc.constantFrom('', '{}', '{"event_id":"e"}'), async (method, path, hs, body) => {
-        const send = method === 'GET' || method === 'HEAD' ? '' : body;
-        const a = await rawRequest(standalone.url, method, path, { headers: hs, body: send });
-        const b = await rawRequest(host.url, method, path, { headers: hs, body: send });
-        expect(a.status, `${method} ${path}`).toBeGreaterThanOrEqual(400);
-        expect(a.status, `${method} ${path}`).toBeLessThan(500);
-        expect({ status: b.status, code: errorCode(b) }, `${method} ${path} ${JSON.stringify(hs)}`).toEqual({ status: a.status, code: errorCode(a) });
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...METHODS),
+        cases,
+        headers,
+        fc.constantFrom('', '{}', '{"event_id":"e"}'),
+        async (method, path, hs, body) => {
+          const send = method === 'GET' || method === 'HEAD' ? '' : body;
+          const a = await rawRequest(standalone.url, method, path, { headers: hs, body: send });
+          const b = await rawRequest(host.url, method, path, { headers: hs, body: send });
+          expect(a.status, `${method} ${path}`).toBeGreaterThanOrEqual(400);
+          expect(a.status, `${method} ${path}`).toBeLessThan(500);
+          expect({ status: b.status, code: errorCode(b) }, `${method} ${path} ${JSON.stringify(hs)}`).toEqual({
+            status: a.status,
+            code: errorCode(a),
+          });
+        },
+      ),
       { numRuns: 600 },
     );
     for (const logged of since.map((s) => s())) {
@@ -95,20 +133,42 @@ describe.skipIf(!pgUrl)('hostile paths and headers: standalone server and mounte
   it('a signed body is answered with exactly what the store kept: "accepted" only for a stored received row', async () => {
     const two = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0'));
     const at = fc
-      .tuple(fc.integer({ min: 0, max: 9999 }).map((y) => String(y).padStart(4, '0')), two(19), two(39), two(29), two(69), two(69), fc.constantFrom('Z', '+00:00', '-05:30', '+14:00', '+15:59', '+16:00', '-19:69'))
+      .tuple(
+        fc.integer({ min: 0, max: 9999 }).map((y) => String(y).padStart(4, '0')),
+        two(19),
+        two(39),
+        two(29),
+        two(69),
+        two(69),
+        fc.constantFrom('Z', '+00:00', '-05:30', '+14:00', '+15:59', '+16:00', '-19:69'),
+      )
       .map(([y, mo, d, h, mi, s, z]) => `${y}-${mo}-${d}T${h}:${mi}:${s}${z}`);
     const number = fc.oneof(
       fc.double({ noNaN: true, noDefaultInfinity: true }).map((n) => JSON.stringify(n)),
-      fc.tuple(fc.integer({ min: 1, max: 9 }), fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), fc.integer({ min: 0, max: 200_000 })).map(([m, e, sign_, x]) => `${m}${e}${sign_}${x}`),
+      fc
+        .tuple(
+          fc.integer({ min: 1, max: 9 }),
+          fc.constantFrom('e', 'E'),
+          fc.constantFrom('', '+', '-'),
+          fc.integer({ min: 0, max: 200_000 }),
+        )
+        .map(([m, e, sign_, x]) => `${m}${e}${sign_}${x}`),
     );
     // The inside of a JSON string literal: ordinary text escaped, or escapes Postgres may refuse.
-    const text = fc.oneof(fc.string({ maxLength: 20 }).map((t) => JSON.stringify(t).slice(1, -1)), fc.constantFrom('\\ud800', '\\udfff', '\\ud83d\\ude00', 'a\\u0000b', '\\u00e9'));
+    const text = fc.oneof(
+      fc.string({ maxLength: 20 }).map((t) => JSON.stringify(t).slice(1, -1)),
+      fc.constantFrom('\\ud800', '\\udfff', '\\ud83d\\ude00', 'a\\u0000b', '\\u00e9'),
+    );
     let n = 0;
     await fc.assert(
       fc.asyncProperty(at, number, text, async (when, num, str) => {
         const id = `evt_fuzz_store_${Date.now()}_${n++}`;
         const body = `{"event_id":"${id}","type":"participant.acted","at":"${when}","data":{"correspondence_id":"cor_1","n":${num},"s":"${str}"}}`;
-        const res = await postEvent(`${standalone.url}/webhooks`, null, { secret: TEST_SECRET, body, headers: { 'x-service-signature': sign({ secret: TEST_SECRET, body }) } });
+        const res = await postEvent(`${standalone.url}/webhooks`, null, {
+          secret: TEST_SECRET,
+          body,
+          headers: { 'x-service-signature': sign({ secret: TEST_SECRET, body }) },
+        });
         expect(res.status).toBe(200);
         const row = await getInboxEvent(store.db, id);
         expect(row, body).toBeDefined();

@@ -11,12 +11,28 @@ const TYPES = ['participant.acted', 'wallet.debited', 'correspondence.sealed'];
 
 function row(id: string, type: string, status: 'received' | 'quarantined' = 'received'): NewInboxEvent {
   const json = JSON.stringify({ event_id: id, type, at: '2026-11-18T10:15:00Z', data: { correspondence_id: null } });
-  return { eventId: id, type, occurredAt: '2026-11-18T10:15:00Z', payloadJson: status === 'received' ? json : null, rawBody: Buffer.from(json), signatureHeader: null, headers: null, endpointId: null, source: 'webhook', correspondenceId: null, secretIndex: null, status, lastError: status === 'quarantined' ? 'bad' : null };
+  return {
+    eventId: id,
+    type,
+    occurredAt: '2026-11-18T10:15:00Z',
+    payloadJson: status === 'received' ? json : null,
+    rawBody: Buffer.from(json),
+    signatureHeader: null,
+    headers: null,
+    endpointId: null,
+    source: 'webhook',
+    correspondenceId: null,
+    secretIndex: null,
+    status,
+    lastError: status === 'quarantined' ? 'bad' : null,
+  };
 }
 
 /** The truth, counted the expensive way. */
 async function truth(q: Queryable): Promise<{ by_status: Record<string, number>; by_type: Record<string, Record<string, number>> }> {
-  const res = await q.query<{ type: string; status: string; n: number }>('SELECT type, status, count(*)::int AS n FROM inbox GROUP BY type, status');
+  const res = await q.query<{ type: string; status: string; n: number }>(
+    'SELECT type, status, count(*)::int AS n FROM inbox GROUP BY type, status',
+  );
   const by_status: Record<string, number> = {};
   const by_type: Record<string, Record<string, number>> = {};
   for (const r of res.rows) {
@@ -66,7 +82,10 @@ describe.runIf((await adminUrl()) !== undefined)('counting the inbox on Postgres
   let store: TestStore;
   beforeAll(async () => {
     store = await openTestStore('postgres');
-    await insertInboxBatch(store.db, Array.from({ length: 300 }, (_, i) => row(`evt_plan_${i}`, TYPES[i % 3]!)));
+    await insertInboxBatch(
+      store.db,
+      Array.from({ length: 300 }, (_, i) => row(`evt_plan_${i}`, TYPES[i % 3]!)),
+    );
     await store.db.query(`UPDATE inbox SET status = 'processed', processed_at = now() WHERE event_id < 'evt_plan_2'`);
     await store.db.exec('ANALYZE inbox');
   });
@@ -75,7 +94,11 @@ describe.runIf((await adminUrl()) !== undefined)('counting the inbox on Postgres
   it('reads no more than the backlog, the dead letters and a tally on a /metrics scrape or `inbox stats`', async () => {
     // Indexes of inbox that hold every row (not partial).
     const full = new Set(
-      (await store.db.query<{ name: string }>(`SELECT c.relname AS name FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid WHERE x.indrelid = 'inbox'::regclass AND x.indpred IS NULL`)).rows.map((r) => r.name),
+      (
+        await store.db.query<{ name: string }>(
+          `SELECT c.relname AS name FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid WHERE x.indrelid = 'inbox'::regclass AND x.indpred IS NULL`,
+        )
+      ).rows.map((r) => r.name),
     );
     const rec = recording(store.db);
     await inboxStatusCounts(rec.q);
@@ -86,7 +109,8 @@ describe.runIf((await adminUrl()) !== undefined)('counting the inbox on Postgres
       // The planner would read a table this small in one go; ask what it does when that is not the cheap way (a large inbox).
       const plan = await store.db.transaction(async (tx) => {
         await tx.exec('SET LOCAL enable_seqscan = off');
-        return (await tx.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${sql}`)).rows[0]!['QUERY PLAN'][0]!.Plan;
+        return (await tx.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${sql}`)).rows[0]!['QUERY PLAN'][0]!
+          .Plan;
       });
       for (const p of fullReadsOfInbox(plan, full)) problems.push(`${p}: ${sql.replace(/\s+/g, ' ').trim().slice(0, 120)}`);
     }
@@ -104,8 +128,18 @@ describe.each(await availableStoreKinds())('inbox counts on %s', (kind) => {
   it('agree with the rows after any sequence of writes, whoever makes them', async () => {
     let next = 0;
     const op = fc.oneof(
-      fc.record({ kind: fc.constant('insert' as const), n: fc.integer({ min: 1, max: 6 }), type: fc.constantFrom(...TYPES), quarantined: fc.boolean() }),
-      fc.record({ kind: fc.constant('set' as const), from: fc.constantFrom(...INBOX_STATUSES), to: fc.constantFrom(...INBOX_STATUSES), limit: fc.integer({ min: 1, max: 5 }) }),
+      fc.record({
+        kind: fc.constant('insert' as const),
+        n: fc.integer({ min: 1, max: 6 }),
+        type: fc.constantFrom(...TYPES),
+        quarantined: fc.boolean(),
+      }),
+      fc.record({
+        kind: fc.constant('set' as const),
+        from: fc.constantFrom(...INBOX_STATUSES),
+        to: fc.constantFrom(...INBOX_STATUSES),
+        limit: fc.integer({ min: 1, max: 5 }),
+      }),
       fc.record({ kind: fc.constant('retype' as const), type: fc.constantFrom(...TYPES) }),
       fc.record({ kind: fc.constant('delete' as const), status: fc.constantFrom(...INBOX_STATUSES) }),
       fc.record({ kind: fc.constant('truncate' as const) }),
@@ -114,11 +148,20 @@ describe.each(await availableStoreKinds())('inbox counts on %s', (kind) => {
       fc.asyncProperty(fc.array(op, { maxLength: 12 }), async (ops) => {
         for (const o of ops) {
           if (o.kind === 'insert') {
-            await insertInboxBatch(store.db, Array.from({ length: o.n }, () => row(`evt_cnt_${next++}`, o.type, o.quarantined ? 'quarantined' : 'received')));
+            await insertInboxBatch(
+              store.db,
+              Array.from({ length: o.n }, () => row(`evt_cnt_${next++}`, o.type, o.quarantined ? 'quarantined' : 'received')),
+            );
           } else if (o.kind === 'set') {
-            await store.db.query(`UPDATE inbox SET status = $2 WHERE event_id IN (SELECT event_id FROM inbox WHERE status = $1 ORDER BY event_id LIMIT $3)`, [o.from, o.to, o.limit]);
+            await store.db.query(
+              `UPDATE inbox SET status = $2 WHERE event_id IN (SELECT event_id FROM inbox WHERE status = $1 ORDER BY event_id LIMIT $3)`,
+              [o.from, o.to, o.limit],
+            );
           } else if (o.kind === 'retype') {
-            await store.db.query(`UPDATE inbox SET type = $1 WHERE event_id IN (SELECT event_id FROM inbox ORDER BY event_id DESC LIMIT 2)`, [o.type]);
+            await store.db.query(
+              `UPDATE inbox SET type = $1 WHERE event_id IN (SELECT event_id FROM inbox ORDER BY event_id DESC LIMIT 2)`,
+              [o.type],
+            );
           } else if (o.kind === 'delete') {
             await store.db.query(`DELETE FROM inbox WHERE event_id IN (SELECT event_id FROM inbox WHERE status = $1 LIMIT 2)`, [o.status]);
           } else {

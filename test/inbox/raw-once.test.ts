@@ -14,10 +14,18 @@ describe.each(await availableStoreKinds())('the signed bytes, stored once, on %s
   afterAll(async () => store?.cleanup());
 
   it('keeps the body as raw bytes only, and every reader still gets the parsed payload', async () => {
-    const env = { event_id: `evt_raw_${kind}`, type: 'participant.acted', at: '2026-11-18T10:15:00.123Z', data: { correspondence_id: 'cor_raw', participant_id: 'par_1', act: 'read', ref: 'emp-1', n: 1.5 } };
+    const env = {
+      event_id: `evt_raw_${kind}`,
+      type: 'participant.acted',
+      at: '2026-11-18T10:15:00.123Z',
+      data: { correspondence_id: 'cor_raw', participant_id: 'par_1', act: 'read', ref: 'emp-1', n: 1.5 },
+    };
     const row = inboxRowFromEnvelope(env, 'webhook');
     expect(await insertInboxBatch(store.db, [row])).toEqual(new Set([env.event_id]));
-    const stored = await store.db.query<{ payload: unknown; raw_body: Uint8Array }>('SELECT payload, raw_body FROM inbox WHERE event_id = $1', [env.event_id]);
+    const stored = await store.db.query<{ payload: unknown; raw_body: Uint8Array }>(
+      'SELECT payload, raw_body FROM inbox WHERE event_id = $1',
+      [env.event_id],
+    );
     expect(stored.rows[0]!.payload).toBeNull();
     expect(Buffer.from(stored.rows[0]!.raw_body).equals(row.rawBody!)).toBe(true);
 
@@ -30,9 +38,17 @@ describe.each(await availableStoreKinds())('the signed bytes, stored once, on %s
   });
 
   it('still reads payload where an older row kept it, and a row written without bytes keeps its payload', async () => {
-    const env = { event_id: `evt_nobytes_${kind}`, type: 'participant.acted', at: '2026-11-18T10:15:00Z', data: { correspondence_id: 'cor_nb' } };
+    const env = {
+      event_id: `evt_nobytes_${kind}`,
+      type: 'participant.acted',
+      at: '2026-11-18T10:15:00Z',
+      data: { correspondence_id: 'cor_nb' },
+    };
     await insertInboxBatch(store.db, [{ ...inboxRowFromEnvelope(env, 'reconciler'), rawBody: null }]);
-    const stored = await store.db.query<{ payload: unknown; raw_body: Uint8Array | null }>('SELECT payload, raw_body FROM inbox WHERE event_id = $1', [env.event_id]);
+    const stored = await store.db.query<{ payload: unknown; raw_body: Uint8Array | null }>(
+      'SELECT payload, raw_body FROM inbox WHERE event_id = $1',
+      [env.event_id],
+    );
     expect(stored.rows[0]).toEqual({ payload: env, raw_body: null });
     const claimed = await claimBatch(store.db, { workerId: 'w2', limit: 10, leaseSeconds: 30, orderingHoldSeconds: 0 });
     expect(claimed.map((c) => c.payload)).toEqual([env]);

@@ -25,7 +25,15 @@ describe('malformed paths get the same client error from the standalone server a
     standalone = await startReceiver({ db: store.db, logger: createLogger({ level: 'trace', destination: standaloneLog.stream }) });
     const logger = createLogger({ level: 'trace', destination: hostLog.stream });
     writer = createInboxWriter({ db: store.db, logger, maxBatch: 16 });
-    const core = createIngressCore({ writer, secrets: staticSecrets([TEST_SECRET]), clock: systemClock, logger, toleranceSeconds: 300, scheme: 'body', ackTimeoutMs: 5000 });
+    const core = createIngressCore({
+      writer,
+      secrets: staticSecrets([TEST_SECRET]),
+      clock: systemClock,
+      logger,
+      toleranceSeconds: 300,
+      scheme: 'body',
+      ackTimeoutMs: 5000,
+    });
     host = await startHostApp(createIngressRouter({ core, logger, maxBodyBytes: 1024 * 1024 }));
   });
   afterAll(async () => {
@@ -43,7 +51,10 @@ describe('malformed paths get the same client error from the standalone server a
     expect(a.status).toBeLessThan(500);
     expect({ status: b.status, code: errorCode(b) }).toEqual({ status: a.status, code: errorCode(a) });
     for (const logged of since.map((s) => s())) {
-      const levels = logged.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { level: number }).level);
+      const levels = logged
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => (JSON.parse(l) as { level: number }).level);
       // debug is 20: nothing an unsigned sender can make us write at info or above
       expect(levels.filter((l) => l > 20)).toEqual([]);
     }

@@ -48,11 +48,15 @@ describe('parseEnvelope', () => {
   it('keeps real instants, February 29 of a leap year and surrogate pairs, and numbers inside strings', () => {
     expect(parseEnvelope(enc({ ...valid, at: '2028-02-29T23:59:59.999999+15:59' })).ok).toBe(true);
     expect(parseEnvelope(enc({ ...valid, data: { x: '😀 1e400000' } })).ok).toBe(true);
-    expect(parseEnvelope(enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":1e300,"y":"\\ud83d\\ude00"}}')).ok).toBe(true);
+    expect(parseEnvelope(enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":1e300,"y":"\\ud83d\\ude00"}}')).ok).toBe(
+      true,
+    );
   });
 
   it('does not let __proto__ keys reach the prototype', () => {
-    const r = parseEnvelope(enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"__proto__":{"polluted":true},"correspondence_id":"c"}}'));
+    const r = parseEnvelope(
+      enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"__proto__":{"polluted":true},"correspondence_id":"c"}}'),
+    );
     expect(r.ok).toBe(true);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });

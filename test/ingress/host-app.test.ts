@@ -22,7 +22,15 @@ describe('postroom router mounted in a host Express app', () => {
   beforeAll(async () => {
     store = await openDefaultTestStore();
     writer = createInboxWriter({ db: store.db, logger: silentLogger(), maxBatch: 64 });
-    const core = createIngressCore({ writer, secrets: staticSecrets([TEST_SECRET]), clock: systemClock, logger: silentLogger(), toleranceSeconds: 300, scheme: 'body', ackTimeoutMs: 5000 });
+    const core = createIngressCore({
+      writer,
+      secrets: staticSecrets([TEST_SECRET]),
+      clock: systemClock,
+      logger: silentLogger(),
+      toleranceSeconds: 300,
+      scheme: 'body',
+      ackTimeoutMs: 5000,
+    });
     router = createIngressRouter({ core, logger: silentLogger(), maxBodyBytes: 1024 * 1024 });
   });
   afterAll(async () => {
@@ -35,7 +43,7 @@ describe('postroom router mounted in a host Express app', () => {
     return { body, sig: sign({ secret: TEST_SECRET, body }) };
   };
 
-  it('works at any path with the host app\'s global express.json() after it, which still parses other routes', async () => {
+  it("works at any path with the host app's global express.json() after it, which still parses other routes", async () => {
     const app = express();
     app.use('/integrations/cds/hooks', router);
     app.use(express.json());
@@ -44,7 +52,11 @@ describe('postroom router mounted in a host Express app', () => {
     });
     const event = makeEvent();
     const { body, sig } = signed(event, true);
-    const res = await request(app).post('/integrations/cds/hooks').set('content-type', 'application/json').set('x-service-signature', sig).send(body);
+    const res = await request(app)
+      .post('/integrations/cds/hooks')
+      .set('content-type', 'application/json')
+      .set('x-service-signature', sig)
+      .send(body);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'accepted' });
     expect(await getInboxEvent(store.db, event.event_id)).toBeDefined();
@@ -106,7 +118,10 @@ describe('a secrets provider that cannot answer', () => {
       const app = express();
       app.use('/hooks', createIngressRouter({ core, logger: silentLogger(), maxBodyBytes: 1024 }));
       const body = JSON.stringify(makeEvent());
-      const res = await request(app).post('/hooks/ep_1').set('x-service-signature', sign({ secret: TEST_SECRET, body })).send(body);
+      const res = await request(app)
+        .post('/hooks/ep_1')
+        .set('x-service-signature', sign({ secret: TEST_SECRET, body }))
+        .send(body);
       expect(res.status).toBe(503);
       expect(res.headers['retry-after']).toBe('5');
     } finally {

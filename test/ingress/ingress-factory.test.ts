@@ -16,7 +16,10 @@ function listen(listener: http.RequestListener): Promise<{ url: string; close():
   const server = http.createServer(listener);
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () =>
-      resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) }),
+      resolve({
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        close: () => new Promise((r) => server.close(() => r())),
+      }),
     ),
   );
 }
@@ -39,14 +42,26 @@ describe('one ingress factory', () => {
 
   it('the environment starts from the same defaults', () => {
     const { ingress: c } = loadConfig({}, '/tmp');
-    expect({ maxBatch: c.maxBatch, toleranceSeconds: c.toleranceSeconds, scheme: c.signedPayload, ackTimeoutMs: c.ackTimeoutMs, maxBodyBytes: c.maxBodyBytes }).toEqual({
+    expect({
+      maxBatch: c.maxBatch,
+      toleranceSeconds: c.toleranceSeconds,
+      scheme: c.signedPayload,
+      ackTimeoutMs: c.ackTimeoutMs,
+      maxBodyBytes: c.maxBodyBytes,
+    }).toEqual({
       maxBatch: INGRESS_DEFAULTS.maxBatch,
       toleranceSeconds: INGRESS_DEFAULTS.toleranceSeconds,
       scheme: INGRESS_DEFAULTS.scheme,
       ackTimeoutMs: INGRESS_DEFAULTS.ackTimeoutMs,
       maxBodyBytes: INGRESS_DEFAULTS.maxBodyBytes,
     });
-    expect(INGRESS_DEFAULTS).toMatchObject({ maxBatch: 256, toleranceSeconds: 300, scheme: 'body', ackTimeoutMs: 5000, maxBodyBytes: 1024 * 1024 });
+    expect(INGRESS_DEFAULTS).toMatchObject({
+      maxBatch: 256,
+      toleranceSeconds: 300,
+      scheme: 'body',
+      ackTimeoutMs: 5000,
+      maxBodyBytes: 1024 * 1024,
+    });
   });
 
   it('the Node handler alone (no framework) stores a signed delivery at /webhooks and at /webhooks/{endpoint_id}', async () => {
@@ -109,7 +124,10 @@ describe('one ingress factory', () => {
     app.use('/hooks', postroom.router());
     const server = await listen(app);
     try {
-      const res = await postEvent(`${server.url}/hooks`, null, { secret: TEST_SECRET, body: 'x'.repeat(INGRESS_DEFAULTS.maxBodyBytes + 1) });
+      const res = await postEvent(`${server.url}/hooks`, null, {
+        secret: TEST_SECRET,
+        body: 'x'.repeat(INGRESS_DEFAULTS.maxBodyBytes + 1),
+      });
       expect(res.status).toBe(413);
       expect(res.body.error?.message).toContain(String(INGRESS_DEFAULTS.maxBodyBytes));
     } finally {

@@ -34,7 +34,15 @@ describe.each(kinds)('ingress over HTTP on %s', (kind) => {
     expect(again).toMatchObject({ status: 200, body: { status: 'duplicate' } });
 
     const row = await getInboxEvent(store.db, event.event_id);
-    expect(row).toMatchObject({ event_id: event.event_id, type: 'participant.acted', status: 'received', source: 'webhook', correspondence_id: 'cor_77', secret_index: 0, attempts: 0 });
+    expect(row).toMatchObject({
+      event_id: event.event_id,
+      type: 'participant.acted',
+      status: 'received',
+      source: 'webhook',
+      correspondence_id: 'cor_77',
+      secret_index: 0,
+      attempts: 0,
+    });
     expect(row!.payload).toEqual(event);
     expect(new Date(row!.occurred_at!).toISOString()).toBe(event.at);
     expect(row!.headers).toMatchObject({ 'x-service-event-id': event.event_id, 'content-type': 'application/json' });
@@ -46,7 +54,12 @@ describe.each(kinds)('ingress over HTTP on %s', (kind) => {
     const cases: Array<[Record<string, string>, string]> = [
       [{ 'x-service-signature': '' }, 'missing_header'],
       [{ 'x-service-signature': 'garbage' }, 'malformed_header'],
-      [{ 'x-service-signature': sign({ secret: TEST_SECRET, body: JSON.stringify(event), timestamp: Math.floor(Date.now() / 1000) - 301 }) }, 'timestamp_outside_window'],
+      [
+        {
+          'x-service-signature': sign({ secret: TEST_SECRET, body: JSON.stringify(event), timestamp: Math.floor(Date.now() / 1000) - 301 }),
+        },
+        'timestamp_outside_window',
+      ],
       [{ 'x-service-signature': sign({ secret: 'whsec_wrong', body: JSON.stringify(event) }) }, 'no_matching_signature'],
     ];
     for (const [headers, code] of cases) {
@@ -145,7 +158,9 @@ describe.each(kinds)('ingress over HTTP on %s', (kind) => {
     const events = Array.from({ length: 200 }, () => makeEvent());
     const results = await Promise.all(events.map((e) => postEvent(hook, e, { secret: TEST_SECRET })));
     expect(results.map((r) => r.body.status)).toEqual(events.map(() => 'accepted'));
-    const count = await store.db.query<{ n: number }>('SELECT count(*)::int AS n FROM inbox WHERE event_id = ANY($1::text[])', [events.map((e) => e.event_id)]);
+    const count = await store.db.query<{ n: number }>('SELECT count(*)::int AS n FROM inbox WHERE event_id = ANY($1::text[])', [
+      events.map((e) => e.event_id),
+    ]);
     expect(count.rows[0]!.n).toBe(200);
   });
 

@@ -64,7 +64,9 @@ describe.skipIf(!pg)('ingress when the store is cut off (Postgres behind a TCP p
     }
     expect(status).toBe(200);
     expect((await postEvent(hook, during, { secret: TEST_SECRET })).body.status).toBe('duplicate');
-    const rows = await direct.query<{ event_id: string }>('SELECT event_id FROM inbox WHERE event_id = ANY($1::text[])', [[before.event_id, during.event_id]]);
+    const rows = await direct.query<{ event_id: string }>('SELECT event_id FROM inbox WHERE event_id = ANY($1::text[])', [
+      [before.event_id, during.event_id],
+    ]);
     expect(rows.rows.map((r) => r.event_id).sort()).toEqual([before.event_id, during.event_id].sort());
   });
 

@@ -92,7 +92,12 @@ describe.skipIf(!pgUrl)('one stopped database backend under load', () => {
     const load = [...Array.from({ length: SENDERS }, sender), prober()];
     await new Promise((r) => setTimeout(r, 1000));
 
-    const pids = (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = $2', [app, database.name])).rows.map((r) => r.pid);
+    const pids = (
+      await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = $2', [
+        app,
+        database.name,
+      ])
+    ).rows.map((r) => r.pid);
     expect(pids).toHaveLength(1);
     const pid = pids[0]!;
     // Stop it between statements, as a half-open connection looks: a backend stopped mid-commit can hold
@@ -117,7 +122,10 @@ describe.skipIf(!pgUrl)('one stopped database backend under load', () => {
     await Promise.all(load);
 
     // The longest stretch without a single acknowledgement, and when acks came back after the stop.
-    const acks = answers.filter((a) => a.status === 200).map((a) => a.answeredAt).sort((a, b) => a - b);
+    const acks = answers
+      .filter((a) => a.status === 200)
+      .map((a) => a.answeredAt)
+      .sort((a, b) => a - b);
     let maxGap = 0;
     for (let i = 1; i < acks.length; i++) maxGap = Math.max(maxGap, acks[i]! - acks[i - 1]!);
     const lastAckBefore = Math.max(...acks.filter((t) => t <= stoppedAt));

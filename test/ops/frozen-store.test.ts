@@ -74,7 +74,9 @@ describe.skipIf(!pgUrl)('a store that stops answering', () => {
         expect(scrape.value.body).toMatch(/^postroom_store_up 0$/m);
         seen.push(Math.round(ready.ms), Math.round(scrape.ms));
       }
-      console.log(`frozen-store figures: delivery answered ${delivery.value.status} in ${Math.round(delivery.ms)} ms; readyz/metrics answered in ${seen.join('/')} ms`);
+      console.log(
+        `frozen-store figures: delivery answered ${delivery.value.status} in ${Math.round(delivery.ms)} ms; readyz/metrics answered in ${seen.join('/')} ms`,
+      );
     } finally {
       proxy.thaw();
     }
@@ -85,8 +87,14 @@ describe.skipIf(!pgUrl)('a store that stops answering', () => {
     }
     expect(ready).toBe(200);
     const e = makeEvent();
-    expect(await postEvent(`${server.url}/webhooks`, e, { secret: TEST_SECRET })).toMatchObject({ status: 200, body: { status: 'accepted' } });
-    expect(await probe(`${server.url}/metrics`)).toMatchObject({ status: 200, body: expect.stringMatching(/^postroom_store_up 1$/m) as unknown as string });
+    expect(await postEvent(`${server.url}/webhooks`, e, { secret: TEST_SECRET })).toMatchObject({
+      status: 200,
+      body: { status: 'accepted' },
+    });
+    expect(await probe(`${server.url}/metrics`)).toMatchObject({
+      status: 200,
+      body: expect.stringMatching(/^postroom_store_up 1$/m) as unknown as string,
+    });
   });
 
   it('/readyz turns 503 while the ingress writer is stuck though the store still answers SELECT 1', async () => {

@@ -32,7 +32,8 @@ describe('logs never carry secrets, keys or signature headers', () => {
     logger.info({ config: { apiKey: 'svc_sandbox_key123', secret: 'whsec_zzz', secrets: ['whsec_a'], forwardSecret: 'fwd' } }, 'config');
     logger.info({ apiKey: 'svc_sandbox_key123', secret: 'whsec_zzz', signatureHeader: 't=1,v1=aa' }, 'top');
     const text = out.text();
-    for (const needle of ['svc_live_abcdef', 'deadbeef', 'svc_sandbox_key123', 'whsec_zzz', 'whsec_a', 'fwd"', 'v1=aa']) expect(text).not.toContain(needle);
+    for (const needle of ['svc_live_abcdef', 'deadbeef', 'svc_sandbox_key123', 'whsec_zzz', 'whsec_a', 'fwd"', 'v1=aa'])
+      expect(text).not.toContain(needle);
     expect(text).toContain('[redacted]');
   });
 
@@ -75,8 +76,15 @@ describe('logs never carry secrets, keys or signature headers', () => {
         return s;
       };
       const e1 = makeEvent();
-      await postEvent(hook, e1, { secret: TEST_SECRET, headers: { 'x-service-signature': track(JSON.stringify(e1)), 'x-service-event-id': 'evt_forged' } });
-      await postEvent(hook, null, { secret: TEST_SECRET, body: '{"event_id":"evt_q"}', headers: { 'x-service-signature': track('{"event_id":"evt_q"}') } });
+      await postEvent(hook, e1, {
+        secret: TEST_SECRET,
+        headers: { 'x-service-signature': track(JSON.stringify(e1)), 'x-service-event-id': 'evt_forged' },
+      });
+      await postEvent(hook, null, {
+        secret: TEST_SECRET,
+        body: '{"event_id":"evt_q"}',
+        headers: { 'x-service-signature': track('{"event_id":"evt_q"}') },
+      });
       await postEvent(hook, makeEvent(), { secret: 'whsec_attacker_guess' });
       const text = out.text();
       expect(text).toContain('suspicious delivery');
@@ -90,21 +98,31 @@ describe('logs never carry secrets, keys or signature headers', () => {
 
 describe('errors are logged as objects: type, stack and cause survive, secrets do not', () => {
   type LogLine = { msg: string; err: Record<string, string> };
-  const lines = (text: string): LogLine[] => text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as LogLine);
+  const lines = (text: string): LogLine[] =>
+    text
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as LogLine);
 
   it("keeps an error's type, code, stack and cause, and scrubs credentials from its message and stack", () => {
     const out = capture();
     const logger = createLogger({ level: 'info', destination: out.stream });
     const cause = new TypeError('connect ECONNREFUSED postgres://postroom:hunter2pw@db.internal/postroom');
-    const err = new PostroomError('store_unavailable', 'inbox write failed with Bearer svc_live_leakedkey and whsec_leakedsecret', { cause });
+    const err = new PostroomError('store_unavailable', 'inbox write failed with Bearer svc_live_leakedkey and whsec_leakedsecret', {
+      cause,
+    });
     logger.child({ component: 'worker' }).error({ err }, 'failed');
     logger.warn({ err: 'a plain string whsec_stringsecret' }, 'string');
     const text = out.text();
-    for (const needle of ['hunter2pw', 'svc_live_leakedkey', 'leakedkey', 'whsec_leakedsecret', 'leakedsecret', 'stringsecret']) expect(text).not.toContain(needle);
+    for (const needle of ['hunter2pw', 'svc_live_leakedkey', 'leakedkey', 'whsec_leakedsecret', 'leakedsecret', 'stringsecret'])
+      expect(text).not.toContain(needle);
     const [line] = lines(text);
     expect(line!.err.type).toBe('PostroomError');
     expect(line!.err.code).toBe('store_unavailable');
-    expect(line!.err.message).toMatch(/^inbox write failed with Bearer \[redacted\] and whsec_\[redacted\]: connect ECONNREFUSED postgres:\/\/postroom:\[redacted\]@db.internal/);
+    expect(line!.err.message).toMatch(
+      /^inbox write failed with Bearer \[redacted\] and whsec_\[redacted\]: connect ECONNREFUSED postgres:\/\/postroom:\[redacted\]@db.internal/,
+    );
     expect(line!.err.stack).toMatch(/\n\s+at /);
     expect(line!.err.stack).toMatch(/caused by: TypeError: connect ECONNREFUSED/);
   });

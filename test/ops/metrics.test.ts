@@ -23,7 +23,10 @@ describe('metrics after a known sequence of requests', () => {
 
   beforeAll(async () => {
     store = await openDefaultTestStore();
-    server = await startReceiver({ db: store.db, env: { POSTROOM_WEBHOOK_SECRETS: `whsec_old,${TEST_SECRET}`, POSTROOM_MAX_BODY_BYTES: '2048' } });
+    server = await startReceiver({
+      db: store.db,
+      env: { POSTROOM_WEBHOOK_SECRETS: `whsec_old,${TEST_SECRET}`, POSTROOM_MAX_BODY_BYTES: '2048' },
+    });
   });
   afterAll(async () => {
     await server?.close();
@@ -78,8 +81,12 @@ describe('metrics after a known sequence of requests', () => {
   });
 
   it('reports reconcile state from the database, so restarts and CLI runs cannot reset it', async () => {
-    await store.db.query(`INSERT INTO reconcile_runs (outcome, finished_at, summary) VALUES ('gaps_open', '2026-11-20T10:00:00Z', '{"atRisk":{"count":3}}')`);
-    await store.db.query(`INSERT INTO reconcile_gaps (event_id, event_type, endpoint_id, delivery_id) VALUES ('evt_gap_m1', 'wallet.debited', 'ep_1', 'dlv_1')`);
+    await store.db.query(
+      `INSERT INTO reconcile_runs (outcome, finished_at, summary) VALUES ('gaps_open', '2026-11-20T10:00:00Z', '{"atRisk":{"count":3}}')`,
+    );
+    await store.db.query(
+      `INSERT INTO reconcile_gaps (event_id, event_type, endpoint_id, delivery_id) VALUES ('evt_gap_m1', 'wallet.debited', 'ep_1', 'dlv_1')`,
+    );
     const m = parse(await (await request(`${server.url}/metrics`)).body.text());
     expect(m.get('postroom_reconcile_gaps_open')).toBe(1);
     expect(m.get('postroom_reconcile_last_success_timestamp_seconds')).toBe(Date.parse('2026-11-20T10:00:00Z') / 1000);

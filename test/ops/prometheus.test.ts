@@ -17,7 +17,8 @@ import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 const PROMETHEUS = process.env.PROMETHEUS_BIN ?? 'prometheus';
 const hasPrometheus = spawnSync(PROMETHEUS, ['--version'], { stdio: 'ignore' }).status === 0;
 const hasPostgres = (await adminUrl()) !== undefined;
-if (!hasPrometheus) console.warn(`[postroom tests] skipped the real-Prometheus test: no "${PROMETHEUS}" binary (apt-get install prometheus; .ci/run does)`);
+if (!hasPrometheus)
+  console.warn(`[postroom tests] skipped the real-Prometheus test: no "${PROMETHEUS}" binary (apt-get install prometheus; .ci/run does)`);
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterAll(async () => {
@@ -55,7 +56,12 @@ function startPrometheus(dir: string, port: number, target: string): ChildProces
   );
   const child = spawn(
     PROMETHEUS,
-    [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
+    [
+      `--config.file=${path.join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${path.join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--log.level=warn',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
@@ -107,14 +113,22 @@ describe.skipIf(!hasPrometheus || !hasPostgres)('a real Prometheus scraping post
     };
 
     // The scrape works and carries postroom's series and Node's under their stock names.
-    expect(await until('a successful scrape', async () => ((await value('up{job="postroom"}')) === 1 ? 1 : undefined), diagnostics)).toBe(1);
+    expect(await until('a successful scrape', async () => ((await value('up{job="postroom"}')) === 1 ? 1 : undefined), diagnostics)).toBe(
+      1,
+    );
     expect(await until('postroom_store_up', () => value('postroom_store_up'), diagnostics)).toBe(1);
-    expect(await until('process_resident_memory_bytes', () => value('process_resident_memory_bytes{job="postroom"}'), diagnostics)).toBeGreaterThan(0);
+    expect(
+      await until('process_resident_memory_bytes', () => value('process_resident_memory_bytes{job="postroom"}'), diagnostics),
+    ).toBeGreaterThan(0);
     expect(await firing('PostroomEventsDead')).toBeUndefined();
     expect(await firing('PostroomStoreDown')).toBeUndefined();
 
     // The first dead event of its type: the counter series must already exist at 0 for increase() to see it.
-    await until('the dead counter at 0', () => value('postroom_events_processed_total{status="dead",event_type="participant.acted"}'), diagnostics);
+    await until(
+      'the dead counter at 0',
+      () => value('postroom_events_processed_total{status="dead",event_type="participant.acted"}'),
+      diagnostics,
+    );
     const res = await postEvent(`http://127.0.0.1:${port}/webhooks`, makeEvent({ type: 'participant.acted' }), { secret: TEST_SECRET });
     expect(res.status).toBe(200);
     await until('PostroomEventsDead firing', () => firing('PostroomEventsDead'), diagnostics);

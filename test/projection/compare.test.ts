@@ -49,11 +49,33 @@ describe('compareWithService', () => {
 
   it('compares every field of the file: status, kind, subject, content_type, created_at, document_ids, send_summary', () => {
     const diffs = compareWithService(
-      projected({ status: null, kind: null, subject: null, content_type: null, created_at: '2026-01-01T00:00:00.001Z', document_ids: ['doc_a'], send_summary: null }),
+      projected({
+        status: null,
+        kind: null,
+        subject: null,
+        content_type: null,
+        created_at: '2026-01-01T00:00:00.001Z',
+        document_ids: ['doc_a'],
+        send_summary: null,
+      }),
       service({ status: 'sealed' }),
     );
-    expect(diffs.map((d) => (d.kind === 'field' ? d.field : d.kind))).toEqual(['status', 'kind', 'subject', 'content_type', 'created_at', 'document_ids', 'send_summary']);
-    expect(diffs[4]).toEqual({ kind: 'field', correspondenceId: 'cor_1', field: 'created_at', projection: '2026-01-01T00:00:00.001Z', service: '2026-01-01T00:00:00Z' });
+    expect(diffs.map((d) => (d.kind === 'field' ? d.field : d.kind))).toEqual([
+      'status',
+      'kind',
+      'subject',
+      'content_type',
+      'created_at',
+      'document_ids',
+      'send_summary',
+    ]);
+    expect(diffs[4]).toEqual({
+      kind: 'field',
+      correspondenceId: 'cor_1',
+      field: 'created_at',
+      projection: '2026-01-01T00:00:00.001Z',
+      service: '2026-01-01T00:00:00Z',
+    });
   });
 
   it('compares every participant: missing, unexpected, and each of ref, state and last act', () => {
@@ -75,7 +97,14 @@ describe('compareWithService', () => {
     );
     expect(diffs).toEqual([
       { kind: 'participant_field', correspondenceId: 'cor_1', participantId: 'p1', field: 'ref', projection: null, service: 'a' },
-      { kind: 'participant_field', correspondenceId: 'cor_1', participantId: 'p1', field: 'last_act', projection: 'delivered', service: 'approved' },
+      {
+        kind: 'participant_field',
+        correspondenceId: 'cor_1',
+        participantId: 'p1',
+        field: 'last_act',
+        projection: 'delivered',
+        service: 'approved',
+      },
       { kind: 'participant_field', correspondenceId: 'cor_1', participantId: 'p2', field: 'state', projection: 'pending', service: 'held' },
       { kind: 'missing_participant', correspondenceId: 'cor_1', participantId: 'p3', service: 'pending' },
       { kind: 'unexpected_participant', correspondenceId: 'cor_1', participantId: 'p9', projection: 'pending' },
@@ -83,12 +112,17 @@ describe('compareWithService', () => {
   });
 
   it("accepts the API client's Correspondence as it is", () => {
-    const fromClient: Correspondence = { ...(service() as Correspondence), send_summary: { delivered: 1, held: 1, undeliverable: 0, total: 2 } };
+    const fromClient: Correspondence = {
+      ...(service() as Correspondence),
+      send_summary: { delivered: 1, held: 1, undeliverable: 0, total: 2 },
+    };
     expect(compareWithService(projected(), fromClient)).toEqual([]);
   });
 
   it('treats a missing send_summary on both sides as equal, and one side only as a difference', () => {
     expect(compareWithService(projected({ send_summary: null }), service({ send_summary: null }))).toEqual([]);
-    expect(compareWithService(projected({ send_summary: null }), service()).map((d) => d.kind === 'field' && d.field)).toEqual(['send_summary']);
+    expect(compareWithService(projected({ send_summary: null }), service()).map((d) => d.kind === 'field' && d.field)).toEqual([
+      'send_summary',
+    ]);
   });
 });

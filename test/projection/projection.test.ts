@@ -46,13 +46,18 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
     await store?.cleanup();
   });
 
-  it('carries every field the service shows: content_type, documents given at creation, the resource\'s created_at, refs learned from claims (issue 12, point 4)', async () => {
+  it("carries every field the service shows: content_type, documents given at creation, the resource's created_at, refs learned from claims (issue 12, point 4)", async () => {
     const c = 'cor_fields';
     await apply(store.db, [
       known('claim.expired', '2026-01-01T10:05:00Z', 'f3', { claim_id: 'clm_1', correspondence_id: c, participant_id: 'p2', ref: 'emp-2' }),
       known('correspondence.created', '2026-01-01T10:00:00.001Z', 'f1', {
-        correspondence_id: c, kind: 'letter', subject: 'Payslip', content_type: 'application/pdf', status: 'live',
-        document_ids: ['doc_b', 'doc_a', 'doc_b'], created_at: '2026-01-01T10:00:00.000Z',
+        correspondence_id: c,
+        kind: 'letter',
+        subject: 'Payslip',
+        content_type: 'application/pdf',
+        status: 'live',
+        document_ids: ['doc_b', 'doc_a', 'doc_b'],
+        created_at: '2026-01-01T10:00:00.000Z',
         participants: [{ participant_id: 'p1', ref: 'emp-1', state: 'delivered' }],
       }),
       known('document.attached', '2026-01-01T10:01:00Z', 'f2', { correspondence_id: c, document_id: 'doc_c' }),
@@ -70,7 +75,13 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
       ],
     });
     // A created event whose created_at Postgres cannot hold falls back to its own time instead of failing the batch.
-    await apply(store.db, [known('correspondence.created', '2026-01-02T00:00:00Z', 'g1', { correspondence_id: 'cor_badtime', created_at: 'not a time', participants: [] })]);
+    await apply(store.db, [
+      known('correspondence.created', '2026-01-02T00:00:00Z', 'g1', {
+        correspondence_id: 'cor_badtime',
+        created_at: 'not a time',
+        participants: [],
+      }),
+    ]);
     expect((await getProjectedCorrespondence(store.db, 'cor_badtime'))?.created_at).toBe('2026-01-02T00:00:00.000Z');
   });
 
@@ -78,13 +89,26 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
     const c = 'cor_basic';
     await apply(store.db, [
       known('correspondence.created', '2026-01-01T10:00:00Z', 'e1', {
-        correspondence_id: c, kind: 'letter', subject: 'Payslip', status: 'live',
-        participants: [{ participant_id: 'p1', ref: 'emp-1', state: 'pending' }, { participant_id: 'p2', ref: 'emp-2', state: 'held' }, { participant_id: 'p3', ref: 'emp-3', state: 'undeliverable' }],
+        correspondence_id: c,
+        kind: 'letter',
+        subject: 'Payslip',
+        status: 'live',
+        participants: [
+          { participant_id: 'p1', ref: 'emp-1', state: 'pending' },
+          { participant_id: 'p2', ref: 'emp-2', state: 'held' },
+          { participant_id: 'p3', ref: 'emp-3', state: 'undeliverable' },
+        ],
       }),
       known('document.attached', '2026-01-01T10:01:00Z', 'e2', { correspondence_id: c, document_id: 'doc_b' }),
       known('document.attached', '2026-01-01T10:02:00Z', 'e3', { correspondence_id: c, document_id: 'doc_a' }),
       known('participant.acted', '2026-01-01T10:03:00Z', 'e4', { correspondence_id: c, participant_id: 'p1', act: 'read', ref: 'emp-1' }),
-      known('correspondence.send_completed', '2026-01-01T10:04:00Z', 'e5', { correspondence_id: c, delivered: 1, held: 1, undeliverable: 1, total: 3 }),
+      known('correspondence.send_completed', '2026-01-01T10:04:00Z', 'e5', {
+        correspondence_id: c,
+        delivered: 1,
+        held: 1,
+        undeliverable: 1,
+        total: 3,
+      }),
     ]);
     const got = await getProjectedCorrespondence(store.db, c);
     expect(got).toMatchObject({
@@ -107,25 +131,43 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
 
   it('never moves a participant or the lifecycle backwards when events arrive out of order', async () => {
     const c = 'cor_backwards';
-    await apply(store.db, [known('participant.acted', '2026-01-01T10:05:00Z', 'b3', { correspondence_id: c, participant_id: 'p1', act: 'signed', ref: 'r' })]);
+    await apply(store.db, [
+      known('participant.acted', '2026-01-01T10:05:00Z', 'b3', { correspondence_id: c, participant_id: 'p1', act: 'signed', ref: 'r' }),
+    ]);
     // Only a participant event seen so far: the lifecycle is unknown, not invented.
     expect((await getProjectedCorrespondence(store.db, c))?.status).toBeNull();
     await apply(store.db, [known('correspondence.sealed', '2026-01-01T10:06:00Z', 'b4', { correspondence_id: c })]);
     // The older snapshot says pending and live; neither may undo delivered and sealed.
-    await apply(store.db, [known('correspondence.created', '2026-01-01T10:00:00Z', 'b1', { correspondence_id: c, status: 'live', participants: [{ participant_id: 'p1', ref: 'r', state: 'pending' }] })]);
+    await apply(store.db, [
+      known('correspondence.created', '2026-01-01T10:00:00Z', 'b1', {
+        correspondence_id: c,
+        status: 'live',
+        participants: [{ participant_id: 'p1', ref: 'r', state: 'pending' }],
+      }),
+    ]);
     // An older act applied later does not replace the latest one.
-    await apply(store.db, [known('participant.acted', '2026-01-01T10:01:00Z', 'b2', { correspondence_id: c, participant_id: 'p1', act: 'read', ref: 'r' })]);
+    await apply(store.db, [
+      known('participant.acted', '2026-01-01T10:01:00Z', 'b2', { correspondence_id: c, participant_id: 'p1', act: 'read', ref: 'r' }),
+    ]);
     const got = await getProjectedCorrespondence(store.db, c);
     expect(got?.status).toBe('sealed');
-    expect(got?.participants).toEqual([{ participant_id: 'p1', ref: 'r', state: 'delivered', last_act: 'signed', last_act_at: '2026-01-01T10:05:00.000Z' }]);
+    expect(got?.participants).toEqual([
+      { participant_id: 'p1', ref: 'r', state: 'delivered', last_act: 'signed', last_act_at: '2026-01-01T10:05:00.000Z' },
+    ]);
     expect(got?.last_event.event_id).toBe('b4');
     expect(await listOpenCorrespondenceIds(store.db, { limit: 1000 })).not.toContain(c);
   });
 
   it('lets delivered and undeliverable never replace each other: the earlier event stands, in any order', async () => {
-    for (const [c, order] of [['cor_tie_1', [0, 1]], ['cor_tie_2', [1, 0]]] as const) {
+    for (const [c, order] of [
+      ['cor_tie_1', [0, 1]],
+      ['cor_tie_2', [1, 0]],
+    ] as const) {
       const events = [
-        known('correspondence.created', '2026-01-01T10:00:00Z', 't1', { correspondence_id: c, participants: [{ participant_id: 'p', ref: 'r', state: 'undeliverable' }] }),
+        known('correspondence.created', '2026-01-01T10:00:00Z', 't1', {
+          correspondence_id: c,
+          participants: [{ participant_id: 'p', ref: 'r', state: 'undeliverable' }],
+        }),
         known('participant.acted', '2026-01-01T10:01:00Z', 't2', { correspondence_id: c, participant_id: 'p', act: 'delivered', ref: 'r' }),
       ];
       for (const i of order) await apply(store.db, [events[i]!]);
@@ -138,8 +180,20 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
 
   it('keeps the latest send_completed summary and is unchanged by applying an event twice', async () => {
     const c = 'cor_summary';
-    const late = known('correspondence.send_completed', '2026-01-01T10:09:00Z', 's2', { correspondence_id: c, delivered: 5, held: 0, undeliverable: 0, total: 5 });
-    const early = known('correspondence.send_completed', '2026-01-01T10:08:00Z', 's1', { correspondence_id: c, delivered: 2, held: 3, undeliverable: 0, total: 5 });
+    const late = known('correspondence.send_completed', '2026-01-01T10:09:00Z', 's2', {
+      correspondence_id: c,
+      delivered: 5,
+      held: 0,
+      undeliverable: 0,
+      total: 5,
+    });
+    const early = known('correspondence.send_completed', '2026-01-01T10:08:00Z', 's1', {
+      correspondence_id: c,
+      delivered: 2,
+      held: 3,
+      undeliverable: 0,
+      total: 5,
+    });
     await apply(store.db, [late]);
     await apply(store.db, [early, late, early]);
     const before = await snapshot(store.db, c);
@@ -158,10 +212,17 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
   });
 
   it('marks a held participant undeliverable when its claim code expires, in either order of arrival', async () => {
-    for (const [i, order] of [[0, 1], [1, 0]].entries()) {
+    for (const [i, order] of [
+      [0, 1],
+      [1, 0],
+    ].entries()) {
       const c = `cor_claim_${i}`;
       const events = [
-        known('correspondence.created', '2026-01-01T10:00:00Z', `cc${i}`, { correspondence_id: c, status: 'live', participants: [{ participant_id: 'p', ref: 'r', state: 'held' }] }),
+        known('correspondence.created', '2026-01-01T10:00:00Z', `cc${i}`, {
+          correspondence_id: c,
+          status: 'live',
+          participants: [{ participant_id: 'p', ref: 'r', state: 'held' }],
+        }),
         known('claim.expired', '2026-01-02T10:00:00Z', `ce${i}`, { claim_id: 'clm_1', correspondence_id: c, participant_id: 'p' }),
       ];
       for (const k of order!) await apply(store.db, [events[k]!]);
@@ -171,7 +232,10 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
   });
 
   it('pages through open correspondences in id order', async () => {
-    for (const id of ['cor_page_a', 'cor_page_b', 'cor_page_c']) await apply(store.db, [known('correspondence.created', '2026-01-01T10:00:00Z', `pg_${id}`, { correspondence_id: id, status: 'live' })]);
+    for (const id of ['cor_page_a', 'cor_page_b', 'cor_page_c'])
+      await apply(store.db, [
+        known('correspondence.created', '2026-01-01T10:00:00Z', `pg_${id}`, { correspondence_id: id, status: 'live' }),
+      ]);
     const first = await listOpenCorrespondenceIds(store.db, { after: 'cor_page_', limit: 2 });
     expect(first).toEqual(['cor_page_a', 'cor_page_b']);
     expect(await listOpenCorrespondenceIds(store.db, { after: first[1]!, limit: 1 })).toEqual(['cor_page_c']);
@@ -181,7 +245,9 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
     const ACTS = ['delivered', 'read', 'approved', 'signed', 'consent_given', 'consent_declined', 'submitted', 'notarised'];
     const STATES = Object.keys(STATE_RANK);
     // Few distinct instants, so equal timestamps (ties broken by event id) are common; microseconds included.
-    const instant = fc.integer({ min: 0, max: 12 }).map((n) => `2026-03-01T09:00:${String(n).padStart(2, '0')}.${String(n * 7919).padStart(6, '0')}Z`);
+    const instant = fc
+      .integer({ min: 0, max: 12 })
+      .map((n) => `2026-03-01T09:00:${String(n).padStart(2, '0')}.${String(n * 7919).padStart(6, '0')}Z`);
 
     const history = fc
       .record({
@@ -191,7 +257,9 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
         acts: fc.array(fc.record({ p: fc.nat(3), act: fc.constantFrom(...ACTS), at: instant }), { maxLength: 8 }),
         docs: fc.array(fc.record({ doc: fc.constantFrom('d1', 'd2', 'd3'), at: instant }), { maxLength: 3 }),
         summaries: fc.array(fc.record({ d: fc.nat(5), h: fc.nat(5), at: instant }), { maxLength: 3 }),
-        endings: fc.array(fc.record({ type: fc.constantFrom('correspondence.sealed', 'correspondence.withdrawn'), at: instant }), { maxLength: 2 }),
+        endings: fc.array(fc.record({ type: fc.constantFrom('correspondence.sealed', 'correspondence.withdrawn'), at: instant }), {
+          maxLength: 2,
+        }),
         forms: fc.array(fc.record({ p: fc.nat(3), at: instant }), { maxLength: 2 }),
       })
       .map((h) => (cid: string): AnyKnownEvent[] => {
@@ -200,22 +268,49 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
         const id = (): string => `ev_${String(n++).padStart(3, '0')}`;
         const pid = (i: number): string => h.participants[i % h.participants.length]!;
         if (h.createdAt) {
-          out.push(known('correspondence.created', h.createdAt, id(), {
-            correspondence_id: cid, kind: 'letter', subject: 's', status: 'live',
-            participants: h.participants.map((p, i) => ({ participant_id: p, ref: `ref-${p}`, state: h.snapshotStates[i]! })),
-          }));
+          out.push(
+            known('correspondence.created', h.createdAt, id(), {
+              correspondence_id: cid,
+              kind: 'letter',
+              subject: 's',
+              status: 'live',
+              participants: h.participants.map((p, i) => ({ participant_id: p, ref: `ref-${p}`, state: h.snapshotStates[i]! })),
+            }),
+          );
         }
-        for (const a of h.acts) out.push(known('participant.acted', a.at, id(), { correspondence_id: cid, participant_id: pid(a.p), act: a.act, ref: `ref-${pid(a.p)}` }));
+        for (const a of h.acts)
+          out.push(
+            known('participant.acted', a.at, id(), {
+              correspondence_id: cid,
+              participant_id: pid(a.p),
+              act: a.act,
+              ref: `ref-${pid(a.p)}`,
+            }),
+          );
         for (const d of h.docs) out.push(known('document.attached', d.at, id(), { correspondence_id: cid, document_id: d.doc }));
-        for (const s of h.summaries) out.push(known('correspondence.send_completed', s.at, id(), { correspondence_id: cid, delivered: s.d, held: s.h, undeliverable: 0, total: s.d + s.h }));
+        for (const s of h.summaries)
+          out.push(
+            known('correspondence.send_completed', s.at, id(), {
+              correspondence_id: cid,
+              delivered: s.d,
+              held: s.h,
+              undeliverable: 0,
+              total: s.d + s.h,
+            }),
+          );
         for (const e of h.endings) out.push(known(e.type, e.at, id(), { correspondence_id: cid }));
-        for (const f of h.forms) out.push(known('form.response_received', f.at, id(), { correspondence_id: cid, participant_id: pid(f.p) }));
+        for (const f of h.forms)
+          out.push(known('form.response_received', f.at, id(), { correspondence_id: cid, participant_id: pid(f.p) }));
         return out;
       })
       .filter((make) => make('x').length > 0);
 
     /** A permutation with some events delivered twice, cut into batches. */
-    const delivery = fc.record({ seed: fc.integer(), duplicates: fc.array(fc.nat(), { maxLength: 3 }), cuts: fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 30 }) });
+    const delivery = fc.record({
+      seed: fc.integer(),
+      duplicates: fc.array(fc.nat(), { maxLength: 3 }),
+      cuts: fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 30 }),
+    });
 
     let run = 0;
     it('any order, any batching, any duplicates give the in-order result, and in order nothing moves backwards', async () => {
@@ -224,18 +319,26 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
           run++;
           const inOrderId = `cor_prop_${run}_a`;
           const shuffledId = `cor_prop_${run}_b`;
-          const inOrder = make(inOrderId).sort((x, y) => Date.parse(x.at) - Date.parse(y.at) || x.at.localeCompare(y.at) || (x.event_id < y.event_id ? -1 : 1));
+          const inOrder = make(inOrderId).sort(
+            (x, y) => Date.parse(x.at) - Date.parse(y.at) || x.at.localeCompare(y.at) || (x.event_id < y.event_id ? -1 : 1),
+          );
           const ranks = new Map<string, number>();
           for (const e of inOrder) {
             await apply(store.db, [e]);
-            const parts = await store.db.query<{ participant_id: string; state_rank: number }>('SELECT participant_id, state_rank FROM participant_projection WHERE correspondence_id = $1', [inOrderId]);
+            const parts = await store.db.query<{ participant_id: string; state_rank: number }>(
+              'SELECT participant_id, state_rank FROM participant_projection WHERE correspondence_id = $1',
+              [inOrderId],
+            );
             for (const p of parts.rows) {
               expect(p.state_rank).toBeGreaterThanOrEqual(ranks.get(p.participant_id) ?? -1);
               ranks.set(p.participant_id, p.state_rank);
             }
           }
 
-          const shuffled = fc.sample(fc.shuffledSubarray(make(shuffledId), { minLength: make('x').length }), { seed: d.seed, numRuns: 1 })[0]!;
+          const shuffled = fc.sample(fc.shuffledSubarray(make(shuffledId), { minLength: make('x').length }), {
+            seed: d.seed,
+            numRuns: 1,
+          })[0]!;
           for (const i of d.duplicates) shuffled.push(shuffled[i % shuffled.length]!);
           let at = 0;
           for (let k = 0; at < shuffled.length; k++) {

@@ -24,7 +24,11 @@ describe.skipIf(!pg)('what nothing consumes closes; what a handler consumes stay
   });
 
   const gapStates = async (): Promise<Array<{ event_type: string; status: string; n: number }>> =>
-    (await store.db.query<{ event_type: string; status: string; n: number }>('SELECT event_type, status, count(*)::int AS n FROM reconcile_gaps GROUP BY 1, 2 ORDER BY 1, 2')).rows;
+    (
+      await store.db.query<{ event_type: string; status: string; n: number }>(
+        'SELECT event_type, status, count(*)::int AS n FROM reconcile_gaps GROUP BY 1, 2 ORDER BY 1, 2',
+      )
+    ).rows;
 
   it('closes wallet and campaign gaps as not_consumed when nothing consumes them, and keeps them open once a handler does', async () => {
     const ep = await sandbox.control.registerEndpoint({ url: 'http://127.0.0.1:9/down' });
@@ -37,7 +41,9 @@ describe.skipIf(!pg)('what nothing consumes closes; what a handler consumes stay
       { event_type: 'campaign.status_changed', status: 'not_consumed', n: 2 },
       { event_type: 'wallet.debited', status: 'not_consumed', n: 2 },
     ]);
-    const reasons = await store.db.query<{ reason: string }>(`SELECT DISTINCT reason FROM reconcile_gaps WHERE event_type = 'wallet.debited'`);
+    const reasons = await store.db.query<{ reason: string }>(
+      `SELECT DISTINCT reason FROM reconcile_gaps WHERE event_type = 'wallet.debited'`,
+    );
     expect(reasons.rows[0]!.reason).toMatch(/^nothing consumes wallet\.debited: no handler, no forwarder and no projection effect/);
 
     // A worker with a wallet handler records what it consumes; from then on a missed debit is on-call's.
@@ -57,7 +63,10 @@ describe.skipIf(!pg)('what nothing consumes closes; what a handler consumes stay
 
     // A setting keeps a type open with no handler at all.
     sandbox.control.seedDeliveries({ endpointId: ep.endpoint_id, count: 1, status: 'dead', eventType: 'campaign.status_changed' });
-    const third = await runCli(['reconcile', '--endpoint', ep.endpoint_id, '--json'], { ...env, POSTROOM_RECONCILE_CONSUMED_TYPES: 'campaign.status_changed' });
+    const third = await runCli(['reconcile', '--endpoint', ep.endpoint_id, '--json'], {
+      ...env,
+      POSTROOM_RECONCILE_CONSUMED_TYPES: 'campaign.status_changed',
+    });
     expect(third.code).toBe(2);
     expect(JSON.parse(third.stdout)).toMatchObject({ gaps_found: 1, gaps_not_consumed: 0, gaps_open: 2 });
     await postroom.stop(1000);

@@ -51,7 +51,13 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
   const walletSeen: string[] = [];
 
   const startReceiver = async (): Promise<RunningServer> =>
-    startServer({ config: loadConfig({ NODE_ENV: 'test', PORT: String(port), POSTROOM_WEBHOOK_SECRETS: secret }), logger: silentLogger(), db: store.db, role: 'ingress', migrate: false });
+    startServer({
+      config: loadConfig({ NODE_ENV: 'test', PORT: String(port), POSTROOM_WEBHOOK_SECRETS: secret }),
+      logger: silentLogger(),
+      db: store.db,
+      role: 'ingress',
+      migrate: false,
+    });
 
   /** A request as curl would send it: no postroom client, so no sent ledger. */
   const curl = async (path: string, body: unknown, headers: Record<string, string> = {}): Promise<Record<string, unknown>> => {
@@ -72,13 +78,23 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
 
   beforeAll(async () => {
     store = await openTestStore('postgres', { poolSize: 8 });
-    sandbox = await startSandbox({ allowPrivateTargets: true, retrySchedule: [0.05, 0.1], attemptTimeoutMs: 500, queueDelayMs: 100, seed: 20261123 });
+    sandbox = await startSandbox({
+      allowPrivateTargets: true,
+      retrySchedule: [0.05, 0.1],
+      attemptTimeoutMs: 500,
+      queueDelayMs: 100,
+      seed: 20261123,
+    });
     port = await freePort();
     const endpoint = await sandbox.control.registerEndpoint({ url: `http://127.0.0.1:${port}/webhooks` });
     secret = endpoint.secret;
     ep = endpoint.endpoint_id;
     receiver = await startReceiver();
-    postroom = createPostroom({ db: store.db, logger: silentLogger(), worker: { concurrency: 2, pollIntervalMs: 50, orderingHoldSeconds: 1 } });
+    postroom = createPostroom({
+      db: store.db,
+      logger: silentLogger(),
+      worker: { concurrency: 2, pollIntervalMs: 50, orderingHoldSeconds: 1 },
+    });
     postroom.on('wallet.debited', (e) => void walletSeen.push(e.event_id));
     await postroom.start();
     client = createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey, onCorrespondenceCreated: sentLedger(store.db) });
@@ -95,13 +111,26 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
 
   it('recovers what was missed, proves it per gap, and ends clean only when nothing consumed is open', async () => {
     const doc = async (name: string): Promise<string> =>
-      (await client.documents.upload({ filename: name, media_type: 'text/plain', content_base64: Buffer.from(name).toString('base64') })).document_id;
+      (await client.documents.upload({ filename: name, media_type: 'text/plain', content_base64: Buffer.from(name).toString('base64') }))
+        .document_id;
 
     // Before the outage, through postroom's client (so on the ledger): a file with a document given at creation,
     // and one addressed by claim code (held until claimed).
     const docA = await doc('a.txt');
-    const a = await client.correspondence.create({ kind: 'letter', subject: 'Payslip', content_type: 'application/pdf', document_ids: [docA], recipients: [nin('1')] });
-    const k = await client.correspondence.create({ kind: 'notice', subject: 'Claim', content_type: 'text/plain', document_ids: [], recipients: [{ addressing: { type: 'claim_code', name: 'Ada Lovelace' }, ref: 'claim-ref' }] });
+    const a = await client.correspondence.create({
+      kind: 'letter',
+      subject: 'Payslip',
+      content_type: 'application/pdf',
+      document_ids: [docA],
+      recipients: [nin('1')],
+    });
+    const k = await client.correspondence.create({
+      kind: 'notice',
+      subject: 'Claim',
+      content_type: 'text/plain',
+      document_ids: [],
+      recipients: [{ addressing: { type: 'claim_code', name: 'Ada Lovelace' }, ref: 'claim-ref' }],
+    });
     await sandbox.control.waitForIdle(20_000);
     await postroom.drain();
 
@@ -110,9 +139,25 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
     receiver = undefined;
     const docB = await doc('b.txt');
     const docLate = await doc('late.txt');
-    const b = String((await curl('/correspondence', { kind: 'letter', subject: 'By curl', content_type: 'text/plain', document_ids: [docB], recipients: [nin('1'), nin('2')] }, { 'x-sandbox-send-mode': 'direct' })).correspondence_id);
+    const b = String(
+      (
+        await curl(
+          '/correspondence',
+          { kind: 'letter', subject: 'By curl', content_type: 'text/plain', document_ids: [docB], recipients: [nin('1'), nin('2')] },
+          { 'x-sandbox-send-mode': 'direct' },
+        )
+      ).correspondence_id,
+    );
     const plan = String((await curl('/plans/payroll-nov/runs', {})).correspondence_id);
-    const q = String((await curl('/correspondence', { kind: 'letter', subject: 'Queued', content_type: 'text/plain', document_ids: [], recipients: [nin('1'), nin('8'), nin('9')] }, { 'x-sandbox-send-mode': 'queued' })).correspondence_id);
+    const q = String(
+      (
+        await curl(
+          '/correspondence',
+          { kind: 'letter', subject: 'Queued', content_type: 'text/plain', document_ids: [], recipients: [nin('1'), nin('8'), nin('9')] },
+          { 'x-sandbox-send-mode': 'queued' },
+        )
+      ).correspondence_id,
+    );
     await sandbox.control.waitForIdle(20_000);
     sandbox.control.seal(q);
     sandbox.control.attach(a.correspondence_id, docLate);
@@ -130,7 +175,16 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
 
     const dead = sandbox.control.deliveries({ status: 'dead', limit: 1000 }).deliveries;
     const deadTypes = new Set(dead.map((d) => d.event_type));
-    for (const t of ['correspondence.created', 'participant.acted', 'correspondence.send_completed', 'correspondence.sealed', 'document.attached', 'claim.expired', 'campaign.status_changed', 'wallet.debited']) {
+    for (const t of [
+      'correspondence.created',
+      'participant.acted',
+      'correspondence.send_completed',
+      'correspondence.sealed',
+      'document.attached',
+      'claim.expired',
+      'campaign.status_changed',
+      'wallet.debited',
+    ]) {
       expect(deadTypes, t).toContain(t);
     }
 
@@ -144,7 +198,11 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
     expect(keysOf(s1).filter((k) => !/^[a-z0-9_]+$/.test(k))).toEqual([]);
     const audit = await runCli(['audit', '--since', '1h', '--json'], env);
     expect(keysOf(JSON.parse(audit.stdout)).filter((k) => !/^[a-z0-9_]+$/.test(k))).toEqual([]);
-    const gaps = (await store.db.query<GapRow>('SELECT gap_id::int AS gap_id, event_id, event_type, status, reason, first_seen_at, evidence FROM reconcile_gaps ORDER BY gap_id')).rows;
+    const gaps = (
+      await store.db.query<GapRow>(
+        'SELECT gap_id::int AS gap_id, event_id, event_type, status, reason, first_seen_at, evidence FROM reconcile_gaps ORDER BY gap_id',
+      )
+    ).rows;
     const by_status = (st: string): GapRow[] => gaps.filter((g) => g.status === st);
     // Only the debit a handler consumes is open: it has no file to re-read. Nothing consumes the campaign event.
     expect(by_status('open').map((g) => g.event_type)).toEqual(['wallet.debited']);
@@ -161,35 +219,57 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
       expect(new Date(g.evidence!.reread_at!).getTime()).toBeGreaterThanOrEqual(g.first_seen_at.getTime());
     }
     const closedFor = (cid: string): string[] =>
-      gaps.filter((g) => g.evidence?.correspondence_id === cid).map((g) => `${g.event_type}:${g.status}`).sort();
+      gaps
+        .filter((g) => g.evidence?.correspondence_id === cid)
+        .map((g) => `${g.event_type}:${g.status}`)
+        .sort();
     // The file made by curl and the plan run's file are found without any ledger.
     expect(closedFor(b)).toEqual(expect.arrayContaining(['correspondence.created:recovered', 'participant.acted:recovered']));
-    expect(closedFor(plan)).toEqual(expect.arrayContaining(['correspondence.created:recovered', 'correspondence.send_completed:recovered']));
+    expect(closedFor(plan)).toEqual(
+      expect.arrayContaining(['correspondence.created:recovered', 'correspondence.send_completed:recovered']),
+    );
     expect(closedFor(q)).toEqual(expect.arrayContaining(['correspondence.send_completed:recovered', 'correspondence.sealed:recovered']));
-    expect(closedFor(k.correspondence_id)).toEqual(expect.arrayContaining(['claim.expired:state_synced', 'correspondence.sealed:recovered']));
+    expect(closedFor(k.correspondence_id)).toEqual(
+      expect.arrayContaining(['claim.expired:state_synced', 'correspondence.sealed:recovered']),
+    );
     // Read then approved, both dead: the approval is reproduced, the read is not (the file shows only the latest act).
-    expect(closedFor(a.correspondence_id)).toEqual(['document.attached:recovered', 'participant.acted:recovered', 'participant.acted:state_synced']);
+    expect(closedFor(a.correspondence_id)).toEqual([
+      'document.attached:recovered',
+      'participant.acted:recovered',
+      'participant.acted:state_synced',
+    ]);
 
     await postroom.drain();
     for (const c of sandbox.control.listCorrespondence()) {
       expect(compareWithService(await getProjectedCorrespondence(store.db, c.correspondence_id), c), c.correspondence_id).toEqual([]);
     }
     // Handlers saw the synthetic approval as such.
-    const approved = await store.db.query<{ source: string }>(`SELECT source FROM inbox WHERE type = 'participant.acted' AND correspondence_id = $1 AND source = 'reconciler'`, [a.correspondence_id]);
+    const approved = await store.db.query<{ source: string }>(
+      `SELECT source FROM inbox WHERE type = 'participant.acted' AND correspondence_id = $1 AND source = 'reconciler'`,
+      [a.correspondence_id],
+    );
     expect(approved.rows).toHaveLength(1);
 
     // On-call confirms the debit with the service and closes it; the run after that is clean and writes nothing.
     const walletGap = by_status('open')[0]!;
     expect(walletGap.reason).toMatch(/no resource to re-read for wallet\.debited/);
     expect((await runCli(['gaps', 'ignore', String(walletGap.gap_id), '--reason', 'debit confirmed in the portal'], env)).code).toBe(0);
-    const before = await store.db.query<{ n: number }>('SELECT (SELECT count(*) FROM inbox) + (SELECT count(*) FROM reconcile_explanations) AS n');
-    const gapsBefore = JSON.stringify((await store.db.query('SELECT gap_id, status, reason, evidence FROM reconcile_gaps ORDER BY gap_id')).rows);
+    const before = await store.db.query<{ n: number }>(
+      'SELECT (SELECT count(*) FROM inbox) + (SELECT count(*) FROM reconcile_explanations) AS n',
+    );
+    const gapsBefore = JSON.stringify(
+      (await store.db.query('SELECT gap_id, status, reason, evidence FROM reconcile_gaps ORDER BY gap_id')).rows,
+    );
     const second = await runCli(['reconcile', '--json'], env);
     expect(second.code, second.stdout).toBe(0);
     expect(JSON.parse(second.stdout)).toMatchObject({ gaps_found: 0, gaps_open: 0, synthetic_events_written: 0, outcome: 'clean' });
-    const after = await store.db.query<{ n: number }>('SELECT (SELECT count(*) FROM inbox) + (SELECT count(*) FROM reconcile_explanations) AS n');
+    const after = await store.db.query<{ n: number }>(
+      'SELECT (SELECT count(*) FROM inbox) + (SELECT count(*) FROM reconcile_explanations) AS n',
+    );
     expect(after.rows[0]!.n).toBe(before.rows[0]!.n);
-    expect(JSON.stringify((await store.db.query('SELECT gap_id, status, reason, evidence FROM reconcile_gaps ORDER BY gap_id')).rows)).toBe(gapsBefore);
+    expect(JSON.stringify((await store.db.query('SELECT gap_id, status, reason, evidence FROM reconcile_gaps ORDER BY gap_id')).rows)).toBe(
+      gapsBefore,
+    );
 
     const shown = await runCli(['gaps', 'show', String(by_status('recovered').find((g) => g.evidence?.kind === 'reread')!.gap_id)], env);
     expect(shown.stdout).toMatch(/evidence\s+\{.*"kind": ?"reread"/);

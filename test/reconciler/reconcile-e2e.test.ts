@@ -45,7 +45,13 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
   let secretA: string;
 
   const startA = async (): Promise<RunningServer> =>
-    startServer({ config: loadConfig({ NODE_ENV: 'test', PORT: String(portA), POSTROOM_WEBHOOK_SECRETS: secretA }), logger: silentLogger(), db: store.db, role: 'ingress', migrate: false });
+    startServer({
+      config: loadConfig({ NODE_ENV: 'test', PORT: String(portA), POSTROOM_WEBHOOK_SECRETS: secretA }),
+      logger: silentLogger(),
+      db: store.db,
+      role: 'ingress',
+      migrate: false,
+    });
 
   beforeAll(async () => {
     store = await openTestStore('postgres', { poolSize: 8 });
@@ -54,11 +60,24 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
     const portB = await freePort();
     const epA = await sandbox.control.registerEndpoint({ url: `http://127.0.0.1:${portA}/webhooks` });
     // The second endpoint hears only the file lifecycle: some events missed at A reach postroom through it.
-    const epB = await sandbox.control.registerEndpoint({ url: `http://127.0.0.1:${portB}/webhooks`, events: ['correspondence.sealed', 'correspondence.withdrawn'] });
+    const epB = await sandbox.control.registerEndpoint({
+      url: `http://127.0.0.1:${portB}/webhooks`,
+      events: ['correspondence.sealed', 'correspondence.withdrawn'],
+    });
     secretA = epA.secret;
     a = await startA();
-    b = await startServer({ config: loadConfig({ NODE_ENV: 'test', PORT: String(portB), POSTROOM_WEBHOOK_SECRETS: epB.secret }), logger: silentLogger(), db: store.db, role: 'ingress', migrate: false });
-    postroom = createPostroom({ db: store.db, logger: silentLogger(), worker: { concurrency: 2, pollIntervalMs: 50, orderingHoldSeconds: 5 } });
+    b = await startServer({
+      config: loadConfig({ NODE_ENV: 'test', PORT: String(portB), POSTROOM_WEBHOOK_SECRETS: epB.secret }),
+      logger: silentLogger(),
+      db: store.db,
+      role: 'ingress',
+      migrate: false,
+    });
+    postroom = createPostroom({
+      db: store.db,
+      logger: silentLogger(),
+      worker: { concurrency: 2, pollIntervalMs: 50, orderingHoldSeconds: 5 },
+    });
     await postroom.start();
     env = { DATABASE_URL: store.url!, POSTROOM_API_BASE_URL: sandbox.url, POSTROOM_API_KEY: sandbox.apiKey };
   }, 120_000);
@@ -93,7 +112,9 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
 
     const dead = await allDeliveries(sandbox, 'dead');
     expect(dead.length).toBeGreaterThan(20);
-    const before = await store.db.query<{ n: number }>('SELECT count(*)::int AS n FROM inbox WHERE event_id = ANY($1::text[])', [dead.map((d) => d.event_id)]);
+    const before = await store.db.query<{ n: number }>('SELECT count(*)::int AS n FROM inbox WHERE event_id = ANY($1::text[])', [
+      dead.map((d) => d.event_id),
+    ]);
     expect(before.rows[0]!.n).toBeLessThan(dead.length);
 
     const first = await runCli(['reconcile', '--json'], env);
@@ -109,9 +130,17 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
       const diff = compareWithService(await getProjectedCorrespondence(store.db, c.correspondence_id), c);
       expect(diff, c.correspondence_id).toEqual([]);
     }
-    const gaps = await store.db.query<{ gap_id: number; event_id: string; event_type: string; status: string; reason: string | null }>('SELECT gap_id::int AS gap_id, event_id, event_type, status, reason FROM reconcile_gaps');
+    const gaps = await store.db.query<{ gap_id: number; event_id: string; event_type: string; status: string; reason: string | null }>(
+      'SELECT gap_id::int AS gap_id, event_id, event_type, status, reason FROM reconcile_gaps',
+    );
     const gapByEvent = new Map(gaps.rows.map((g) => [g.event_id, g]));
-    const inInbox = new Set((await store.db.query<{ event_id: string }>('SELECT event_id FROM inbox WHERE event_id = ANY($1::text[])', [dead.map((d) => d.event_id)])).rows.map((r) => r.event_id));
+    const inInbox = new Set(
+      (
+        await store.db.query<{ event_id: string }>('SELECT event_id FROM inbox WHERE event_id = ANY($1::text[])', [
+          dead.map((d) => d.event_id),
+        ])
+      ).rows.map((r) => r.event_id),
+    );
     // Nothing here consumes campaign or form events (no handler, no forwarder): those close as not_consumed.
     // Every other dead event is in the inbox or closed with evidence; none is open.
     // Claim events can only be state-synced, and only when a re-read ties them to a participant's state; one that
@@ -123,12 +152,17 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
     for (const d of dead) {
       if (d.event_type === 'webhook.test') continue;
       const status = gapByEvent.get(d.event_id)?.status;
-      const expected = ['campaign.status_changed', 'form.response_received'].includes(d.event_type) ? ['not_consumed'] : d.event_type.startsWith('claim.') ? ['recovered', 'state_synced', 'open'] : ['recovered', 'state_synced'];
+      const expected = ['campaign.status_changed', 'form.response_received'].includes(d.event_type)
+        ? ['not_consumed']
+        : d.event_type.startsWith('claim.')
+          ? ['recovered', 'state_synced', 'open']
+          : ['recovered', 'state_synced'];
       expect(inInbox.has(d.event_id) || expected.includes(status ?? ''), `${d.event_id} (${d.event_type}): ${status}`).toBe(true);
     }
 
     // On-call checks what stayed open and closes it; the next run is clean and writes nothing.
-    for (const g of open) expect((await runCli(['gaps', 'ignore', String(g.gap_id), '--reason', 'claim checked in the portal'], env)).code).toBe(0);
+    for (const g of open)
+      expect((await runCli(['gaps', 'ignore', String(g.gap_id), '--reason', 'claim checked in the portal'], env)).code).toBe(0);
     const second = await runCli(['reconcile', '--json'], env);
     const s2 = JSON.parse(second.stdout);
     expect(second.code).toBe(0);
@@ -141,10 +175,20 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
   }, 240_000);
 
   it('two replicas started together reconcile once', async () => {
-    const dbs: Db[] = [createPgDb({ url: store.url!, poolSize: 3, logger: silentLogger() }), createPgDb({ url: store.url!, poolSize: 3, logger: silentLogger() })];
+    const dbs: Db[] = [
+      createPgDb({ url: store.url!, poolSize: 3, logger: silentLogger() }),
+      createPgDb({ url: store.url!, poolSize: 3, logger: silentLogger() }),
+    ];
     try {
       const results = await Promise.all(
-        dbs.map((db) => createReconciler({ db, api: createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey }), logger: silentLogger(), clock: systemClock }).run()),
+        dbs.map((db) =>
+          createReconciler({
+            db,
+            api: createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey }),
+            logger: silentLogger(),
+            clock: systemClock,
+          }).run(),
+        ),
       );
       expect(results.filter((r) => r.ran)).toHaveLength(1);
       // The holder may not have recorded its run yet when the other asks (consumers-and-lock.test.ts shows it named).
@@ -161,18 +205,31 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
     const reconciler = createReconciler({ db: store.db, api, logger: silentLogger(), clock: systemClock });
     const abort = new AbortController();
     await expect(
-      reconciler.run({ endpoints: [ep.endpoint_id], pageSize: 100, signal: abort.signal, onProgress: (p) => p.pages >= 4 && abort.abort(new Error('killed')) }),
+      reconciler.run({
+        endpoints: [ep.endpoint_id],
+        pageSize: 100,
+        signal: abort.signal,
+        onProgress: (p) => p.pages >= 4 && abort.abort(new Error('killed')),
+      }),
     ).rejects.toThrow('killed');
-    const mid = await store.db.query<{ resume_cursor: string | null; watermark: Date | null }>('SELECT resume_cursor, watermark FROM reconcile_watermarks WHERE endpoint_id = $1', [ep.endpoint_id]);
+    const mid = await store.db.query<{ resume_cursor: string | null; watermark: Date | null }>(
+      'SELECT resume_cursor, watermark FROM reconcile_watermarks WHERE endpoint_id = $1',
+      [ep.endpoint_id],
+    );
     expect(mid.rows[0]!.resume_cursor).not.toBeNull();
     expect(mid.rows[0]!.watermark).toBeNull();
-    const gapsMid = await store.db.query<{ n: number }>('SELECT count(*)::int AS n FROM reconcile_gaps WHERE endpoint_id = $1', [ep.endpoint_id]);
+    const gapsMid = await store.db.query<{ n: number }>('SELECT count(*)::int AS n FROM reconcile_gaps WHERE endpoint_id = $1', [
+      ep.endpoint_id,
+    ]);
     expect(gapsMid.rows[0]!.n).toBe(400);
 
     const resumed = await reconciler.run({ endpoints: [ep.endpoint_id], pageSize: 100 });
     expect(resumed.ran && resumed.summary.pages).toBe(6);
     expect(resumed.ran && resumed.summary.gaps_found).toBe(600);
-    const after = await store.db.query<{ resume_cursor: string | null; watermark: Date | null }>('SELECT resume_cursor, watermark FROM reconcile_watermarks WHERE endpoint_id = $1', [ep.endpoint_id]);
+    const after = await store.db.query<{ resume_cursor: string | null; watermark: Date | null }>(
+      'SELECT resume_cursor, watermark FROM reconcile_watermarks WHERE endpoint_id = $1',
+      [ep.endpoint_id],
+    );
     expect(after.rows[0]).toMatchObject({ resume_cursor: null });
     expect(after.rows[0]!.watermark).not.toBeNull();
     const runs = await store.db.query<{ outcome: string }>(`SELECT outcome FROM reconcile_runs ORDER BY run_id DESC LIMIT 2`);

@@ -35,7 +35,9 @@ describe('the sent ledger', () => {
     expect(await rereadCandidates(store.db, null)).toContain(created.correspondence_id);
     // Recorded once however often it is reported.
     await sentLedger(store.db)(created);
-    const rows = await store.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sent_correspondence WHERE correspondence_id = $1', [created.correspondence_id]);
+    const rows = await store.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sent_correspondence WHERE correspondence_id = $1', [
+      created.correspondence_id,
+    ]);
     expect(rows.rows[0]!.n).toBe(1);
     await client.close();
   });
@@ -56,17 +58,44 @@ describe('the sent ledger', () => {
         expect((await other.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]!.n, table).toBe(0);
       }
       const first = await reconciler.run({ endpoints: [ep.endpoint_id] });
-      expect(first.ran && first.summary).toMatchObject({ gaps_found: 5, gaps_recovered: 0, gaps_state_synced: 0, gaps_open: 5, outcome: 'gaps_open' });
+      expect(first.ran && first.summary).toMatchObject({
+        gaps_found: 5,
+        gaps_recovered: 0,
+        gaps_state_synced: 0,
+        gaps_open: 5,
+        outcome: 'gaps_open',
+      });
 
       // A file sent and re-read after the gaps does not explain them: its changes are not theirs.
       const recording = createApiClient({ baseUrl: own.url, apiKey: own.apiKey, onCorrespondenceCreated: sentLedger(other.db) });
-      const sent = await recording.correspondence.create({ kind: 'letter', subject: 's', content_type: 'x', document_ids: [], recipients: [{ addressing: { type: 'nin', nin: '12345678901' }, ref: 'r' }] });
+      const sent = await recording.correspondence.create({
+        kind: 'letter',
+        subject: 's',
+        content_type: 'x',
+        document_ids: [],
+        recipients: [{ addressing: { type: 'nin', nin: '12345678901' }, ref: 'r' }],
+      });
       const second = await reconciler.run({ endpoints: [ep.endpoint_id] });
-      expect(second.ran && second.summary).toMatchObject({ gaps_found: 0, gaps_recovered: 0, gaps_state_synced: 0, gaps_open: 5, outcome: 'gaps_open' });
+      expect(second.ran && second.summary).toMatchObject({
+        gaps_found: 0,
+        gaps_recovered: 0,
+        gaps_state_synced: 0,
+        gaps_open: 5,
+        outcome: 'gaps_open',
+      });
       expect(second.ran && second.summary.correspondences_reread).toBeGreaterThanOrEqual(1);
-      const gaps = await other.db.query<{ status: string; reason: string; evidence: unknown }>('SELECT status, reason, evidence FROM reconcile_gaps');
-      for (const g of gaps.rows) expect(g).toMatchObject({ status: 'open', evidence: null, reason: expect.stringMatching(/no file re-read|no file postroom knows/) });
-      expect((await other.db.query('SELECT 1 FROM inbox WHERE correspondence_id = $1', [sent.correspondence_id])).rowCount).toBeGreaterThan(0);
+      const gaps = await other.db.query<{ status: string; reason: string; evidence: unknown }>(
+        'SELECT status, reason, evidence FROM reconcile_gaps',
+      );
+      for (const g of gaps.rows)
+        expect(g).toMatchObject({
+          status: 'open',
+          evidence: null,
+          reason: expect.stringMatching(/no file re-read|no file postroom knows/),
+        });
+      expect((await other.db.query('SELECT 1 FROM inbox WHERE correspondence_id = $1', [sent.correspondence_id])).rowCount).toBeGreaterThan(
+        0,
+      );
       await recording.close();
     } finally {
       await client.close();
@@ -87,7 +116,13 @@ describe('the sent ledger never makes a caller send twice (issue 12)', () => {
     await sandbox?.close();
     await store?.cleanup();
   });
-  const input = { kind: 'letter', subject: 's', content_type: 'text/plain', document_ids: [], recipients: [{ addressing: { type: 'nin', nin: '12345678901' }, ref: 'r' }] };
+  const input = {
+    kind: 'letter',
+    subject: 's',
+    content_type: 'text/plain',
+    document_ids: [],
+    recipients: [{ addressing: { type: 'nin', nin: '12345678901' }, ref: 'r' }],
+  };
 
   it('retries a failing ledger write, and when it keeps failing logs the id instead of throwing after the send', async () => {
     let calls = 0;
@@ -102,11 +137,19 @@ describe('the sent ledger never makes a caller send twice (issue 12)', () => {
     });
     const created = await flaky.correspondence.create(input);
     expect(calls).toBe(3);
-    expect((await store.db.query('SELECT 1 FROM sent_correspondence WHERE correspondence_id = $1', [created.correspondence_id])).rowCount).toBe(1);
+    expect(
+      (await store.db.query('SELECT 1 FROM sent_correspondence WHERE correspondence_id = $1', [created.correspondence_id])).rowCount,
+    ).toBe(1);
 
     const lines: string[] = [];
     const logger = createLogger({ level: 'error', destination: { write: (l: string) => void lines.push(l) } });
-    const broken = createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey, sleep: async () => undefined, logger, onCorrespondenceCreated: () => Promise.reject(new Error('ledger down')) });
+    const broken = createApiClient({
+      baseUrl: sandbox.url,
+      apiKey: sandbox.apiKey,
+      sleep: async () => undefined,
+      logger,
+      onCorrespondenceCreated: () => Promise.reject(new Error('ledger down')),
+    });
     const sent = await broken.correspondence.create(input);
     expect(sent.correspondence_id).toMatch(/^cor_/);
     expect(lines.join('')).toContain(sent.correspondence_id);
@@ -130,22 +173,24 @@ describe('the sent ledger never makes a caller send twice (issue 12)', () => {
     const own = await openTestStore('postgres');
     const env = { DATABASE_URL: own.url! };
     try {
-    const a = await runCli(['sent', 'record', 'cor_cli_1', 'cor_cli_2'], env);
-    expect(a.code, a.stderr).toBe(0);
-    const b = await runCli(['sent', 'record', '-', '--json'], env, 'cor_cli_3\n\ncor_cli_2\r\n');
-    expect(b.code, b.stderr).toBe(0);
-    expect(JSON.parse(b.stdout)).toEqual({ recorded: 2 });
-    const rows = await own.db.query<{ correspondence_id: string; source: string }>(`SELECT correspondence_id, source FROM sent_correspondence WHERE correspondence_id LIKE 'cor_cli_%' ORDER BY 1`);
-    expect(rows.rows).toEqual([
-      { correspondence_id: 'cor_cli_1', source: 'cli' },
-      { correspondence_id: 'cor_cli_2', source: 'cli' },
-      { correspondence_id: 'cor_cli_3', source: 'cli' },
-    ]);
-    const bad = await runCli(['sent', 'record', 'not an id'], env);
-    expect(bad.code).not.toBe(0);
-    expect(bad.stderr).toContain('not a correspondence id');
-    const none = await runCli(['sent', 'record'], env);
-    expect(none.stderr).toContain('no correspondence ids given');
+      const a = await runCli(['sent', 'record', 'cor_cli_1', 'cor_cli_2'], env);
+      expect(a.code, a.stderr).toBe(0);
+      const b = await runCli(['sent', 'record', '-', '--json'], env, 'cor_cli_3\n\ncor_cli_2\r\n');
+      expect(b.code, b.stderr).toBe(0);
+      expect(JSON.parse(b.stdout)).toEqual({ recorded: 2 });
+      const rows = await own.db.query<{ correspondence_id: string; source: string }>(
+        `SELECT correspondence_id, source FROM sent_correspondence WHERE correspondence_id LIKE 'cor_cli_%' ORDER BY 1`,
+      );
+      expect(rows.rows).toEqual([
+        { correspondence_id: 'cor_cli_1', source: 'cli' },
+        { correspondence_id: 'cor_cli_2', source: 'cli' },
+        { correspondence_id: 'cor_cli_3', source: 'cli' },
+      ]);
+      const bad = await runCli(['sent', 'record', 'not an id'], env);
+      expect(bad.code).not.toBe(0);
+      expect(bad.stderr).toContain('not a correspondence id');
+      const none = await runCli(['sent', 'record'], env);
+      expect(none.stderr).toContain('no correspondence ids given');
     } finally {
       await own.cleanup();
     }

@@ -3,7 +3,8 @@ import type { Correspondence } from '../../src/client/types.js';
 import type { ProjectedCorrespondence } from '../../src/projection/read.js';
 import { planCorrespondence, syntheticEventId, type ServiceFile } from '../../src/reconciler/synthetic.js';
 
-const diffCorrespondence = (s: ServiceFile, p: ProjectedCorrespondence | undefined, at: Date) => planCorrespondence(s, p, at, 120_000).events;
+const diffCorrespondence = (s: ServiceFile, p: ProjectedCorrespondence | undefined, at: Date) =>
+  planCorrespondence(s, p, at, 120_000).events;
 
 const now = new Date('2026-11-20T12:00:00Z');
 
@@ -51,7 +52,14 @@ describe('planCorrespondence: synthetic events', () => {
   it('recreates a correspondence the projection never saw as a snapshot plus the acts', () => {
     const events = diffCorrespondence(service(), undefined, now);
     expect(events.map((e) => e.type)).toEqual(['correspondence.created', 'participant.acted']);
-    expect(events[0]!.data).toMatchObject({ correspondence_id: 'cor_1', status: 'live', participants: [{ participant_id: 'par_1', state: 'delivered' }, { participant_id: 'par_2', state: 'held' }] });
+    expect(events[0]!.data).toMatchObject({
+      correspondence_id: 'cor_1',
+      status: 'live',
+      participants: [
+        { participant_id: 'par_1', state: 'delivered' },
+        { participant_id: 'par_2', state: 'held' },
+      ],
+    });
     expect(events[1]!).toMatchObject({ at: '2026-11-20T11:00:00.000Z', data: { participant_id: 'par_1', act: 'read' } });
   });
 
@@ -67,13 +75,23 @@ describe('planCorrespondence: synthetic events', () => {
   });
 
   it('emits the final status and the send summary when the projection lacks them', () => {
-    const events = diffCorrespondence(service({ status: 'sealed', send_summary: { delivered: 1, held: 1, undeliverable: 0, total: 2 } }), projected(), now);
+    const events = diffCorrespondence(
+      service({ status: 'sealed', send_summary: { delivered: 1, held: 1, undeliverable: 0, total: 2 } }),
+      projected(),
+      now,
+    );
     expect(events.map((e) => e.type)).toEqual(['correspondence.sealed', 'correspondence.send_completed']);
     expect(events[1]!.data).toMatchObject({ delivered: 1, held: 1, undeliverable: 0, total: 2 });
   });
 
   it('never asks the projection to move backwards', () => {
-    const ahead = projected({ status: 'sealed', participants: [{ participant_id: 'par_1', ref: 'r1', state: 'delivered', last_act: 'signed', last_act_at: '2026-11-20T11:30:00.000Z' }, { participant_id: 'par_2', ref: 'r2', state: 'delivered', last_act: 'delivered', last_act_at: '2026-11-20T11:00:00.000Z' }] });
+    const ahead = projected({
+      status: 'sealed',
+      participants: [
+        { participant_id: 'par_1', ref: 'r1', state: 'delivered', last_act: 'signed', last_act_at: '2026-11-20T11:30:00.000Z' },
+        { participant_id: 'par_2', ref: 'r2', state: 'delivered', last_act: 'delivered', last_act_at: '2026-11-20T11:00:00.000Z' },
+      ],
+    });
     expect(diffCorrespondence(service(), ahead, now)).toEqual([]);
   });
 
@@ -96,7 +114,10 @@ describe('planCorrespondence: what a re-read explains', () => {
     const plan = planCorrespondence(service(), projected(), now, 120_000);
     expect(plan.explanations).toEqual([]);
     // par_1 acted after the file was created (so may have been claimed then); par_2 is held: nothing to account for.
-    expect(plan.standing.map((e) => `${e.event_type}:${e.outcome}:${e.participant_id}`).sort()).toEqual(['claim.claimed:state_synced:par_1', 'participant.acted:state_synced:par_1']);
+    expect(plan.standing.map((e) => `${e.event_type}:${e.outcome}:${e.participant_id}`).sort()).toEqual([
+      'claim.claimed:state_synced:par_1',
+      'participant.acted:state_synced:par_1',
+    ]);
   });
 
   it('a file never seen: its creation exactly, its latest act exactly, earlier acts as superseded, a claim it may have held', () => {
@@ -112,9 +133,13 @@ describe('planCorrespondence: what a re-read explains', () => {
   });
 
   it('a claim explains only a participant the read model had as held (a direct send)', () => {
-    const s = service({ participants: [{ participant_id: 'par_2', ref: 'r2', state: 'undeliverable', last_act: null, last_act_at: null }] } as Partial<Correspondence>);
+    const s = service({
+      participants: [{ participant_id: 'par_2', ref: 'r2', state: 'undeliverable', last_act: null, last_act_at: null }],
+    } as Partial<Correspondence>);
     const held = projected({ participants: [{ participant_id: 'par_2', ref: 'r2', state: 'held', last_act: null, last_act_at: null }] });
-    const pending = projected({ participants: [{ participant_id: 'par_2', ref: 'r2', state: 'pending', last_act: null, last_act_at: null }] });
+    const pending = projected({
+      participants: [{ participant_id: 'par_2', ref: 'r2', state: 'pending', last_act: null, last_act_at: null }],
+    });
     expect(kinds(s, held)).toEqual(['claim.expired:state_synced']);
     expect(kinds(s, pending)).toEqual([]);
   });
@@ -127,9 +152,15 @@ describe('planCorrespondence: what a re-read explains', () => {
     const pendings = parts.map((p) => ({ ...p, state: 'pending' }));
     const summary = { delivered: 0, held: 1, undeliverable: 1, total: 2 };
     const s = service({ participants: parts, send_summary: summary } as Partial<Correspondence>);
-    expect(kinds(s, projected({ participants: pendings, send_summary: summary })).filter((k) => k.startsWith('claim'))).toEqual(['claim.expired:state_synced']);
+    expect(kinds(s, projected({ participants: pendings, send_summary: summary })).filter((k) => k.startsWith('claim'))).toEqual([
+      'claim.expired:state_synced',
+    ]);
     const none = service({ participants: parts, send_summary: { ...summary, held: 0, undeliverable: 2 } } as Partial<Correspondence>);
-    expect(kinds(none, projected({ participants: pendings, send_summary: { ...summary, held: 0, undeliverable: 2 } })).filter((k) => k.startsWith('claim'))).toEqual([]);
+    expect(
+      kinds(none, projected({ participants: pendings, send_summary: { ...summary, held: 0, undeliverable: 2 } })).filter((k) =>
+        k.startsWith('claim'),
+      ),
+    ).toEqual([]);
   });
 
   it('documents: attached ones the read model lacks are recovered; with the creation missed too the snapshot carries them', () => {

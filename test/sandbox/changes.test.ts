@@ -15,7 +15,13 @@ const api = (method: string, path: string, body?: unknown, headers?: Record<stri
 const read = async (id: string) => (await api('GET', `/sender/v2/correspondence/${id}`)).body;
 const data = (eventId: string) => sb.control.event(eventId).data;
 const upload = async (name: string) =>
-  (await api('POST', '/sender/v2/documents', { filename: name, media_type: 'text/plain', content_base64: Buffer.from(name).toString('base64') })).body.document_id as string;
+  (
+    await api('POST', '/sender/v2/documents', {
+      filename: name,
+      media_type: 'text/plain',
+      content_base64: Buffer.from(name).toString('base64'),
+    })
+  ).body.document_id as string;
 
 beforeAll(async () => {
   sb = await sandbox({ clock: tickingClock(), queueDelayMs: 10 });
@@ -24,7 +30,16 @@ afterAll(() => sb.close());
 
 describe('one instant per state change', () => {
   it('a file’s created_at, its correspondence.created `at` and data.created_at are the same instant', async () => {
-    const c = (await api('POST', '/sender/v2/correspondence', letter([{ nin: NIN.delivered, ref: 'a' }, { nin: NIN.held, ref: 'b' }]))).body;
+    const c = (
+      await api(
+        'POST',
+        '/sender/v2/correspondence',
+        letter([
+          { nin: NIN.delivered, ref: 'a' },
+          { nin: NIN.held, ref: 'b' },
+        ]),
+      )
+    ).body;
     const [created] = sb.control.events({ type: 'correspondence.created', correspondenceId: c.correspondence_id });
     const view = await read(c.correspondence_id);
     expect(created!.at).toBe(view.created_at);
@@ -38,7 +53,16 @@ describe('one instant per state change', () => {
   });
 
   it('updated_at is the instant of the last change, the same as that change’s event', async () => {
-    const c = (await api('POST', '/sender/v2/correspondence', letter([{ nin: NIN.delivered, ref: 'a' }, { nin: NIN.held, ref: 'b' }]))).body;
+    const c = (
+      await api(
+        'POST',
+        '/sender/v2/correspondence',
+        letter([
+          { nin: NIN.delivered, ref: 'a' },
+          { nin: NIN.held, ref: 'b' },
+        ]),
+      )
+    ).body;
     const acted = (await api('POST', `/sandbox/participants/${c.participants[0].participant_id}/act`, { act: 'read' })).body.events[0];
     expect((await read(c.correspondence_id)).updated_at).toBe(acted.at);
     const verified = (await api('POST', `/sandbox/participants/${c.participants[1].participant_id}/verify`)).body.events[0];
@@ -52,7 +76,17 @@ describe('one instant per state change', () => {
   });
 
   it('a queued send drains in one instant: deliveries and send_completed share it, and it is the file’s updated_at', async () => {
-    const c = (await api('POST', '/sender/v2/correspondence', letter([{ nin: NIN.delivered, ref: 'a' }, { nin: NIN.delivered, ref: 'b' }]), { 'x-sandbox-send-mode': 'queued' })).body;
+    const c = (
+      await api(
+        'POST',
+        '/sender/v2/correspondence',
+        letter([
+          { nin: NIN.delivered, ref: 'a' },
+          { nin: NIN.delivered, ref: 'b' },
+        ]),
+        { 'x-sandbox-send-mode': 'queued' },
+      )
+    ).body;
     await sb.control.waitForIdle();
     const events = sb.control.events({ correspondenceId: c.correspondence_id }).filter((e) => e.type !== 'correspondence.created');
     expect(events.map((e) => e.type)).toEqual(['participant.acted', 'participant.acted', 'correspondence.send_completed']);
@@ -75,7 +109,8 @@ describe('documents on a file', () => {
 
   it('a send naming a document twice lists it once', async () => {
     const doc = await upload('twice.txt');
-    const c = (await api('POST', '/sender/v2/correspondence', letter([{ nin: NIN.delivered, ref: 'a' }], { document_ids: [doc, doc] }))).body;
+    const c = (await api('POST', '/sender/v2/correspondence', letter([{ nin: NIN.delivered, ref: 'a' }], { document_ids: [doc, doc] })))
+      .body;
     expect(c.document_ids).toEqual([doc]);
     expect((await read(c.correspondence_id)).document_ids).toEqual([doc]);
   });
@@ -84,7 +119,13 @@ describe('documents on a file', () => {
 describe('event payloads carry what a projection needs', () => {
   it('correspondence.created: content_type, document_ids and created_at besides the existing fields', async () => {
     const doc = await upload('payload.txt');
-    const c = (await api('POST', '/sender/v2/correspondence', letter([{ nin: NIN.delivered, ref: 'a' }], { content_type: 'application/pdf', document_ids: [doc] }))).body;
+    const c = (
+      await api(
+        'POST',
+        '/sender/v2/correspondence',
+        letter([{ nin: NIN.delivered, ref: 'a' }], { content_type: 'application/pdf', document_ids: [doc] }),
+      )
+    ).body;
     const [created] = sb.control.events({ type: 'correspondence.created', correspondenceId: c.correspondence_id });
     expect(data(created!.event_id)).toEqual({
       correspondence_id: c.correspondence_id,
@@ -99,18 +140,50 @@ describe('event payloads carry what a projection needs', () => {
   });
 
   it('claim.claimed and claim.expired carry the participant’s ref', async () => {
-    const c = (await api('POST', '/sender/v2/correspondence', { ...letter([]), recipients: [{ addressing: { type: 'claim_code', name: 'A' }, ref: 'claim-a' }, { addressing: { type: 'claim_code', name: 'B' }, ref: 'claim-b' }] })).body;
+    const c = (
+      await api('POST', '/sender/v2/correspondence', {
+        ...letter([]),
+        recipients: [
+          { addressing: { type: 'claim_code', name: 'A' }, ref: 'claim-a' },
+          { addressing: { type: 'claim_code', name: 'B' }, ref: 'claim-b' },
+        ],
+      })
+    ).body;
     const claims = sb.control.claims().filter((x) => x.correspondence_id === c.correspondence_id);
     const claimed = (await api('POST', `/sandbox/claims/${claims[0]!.claim_id}/claim`)).body.events[0];
-    expect(data(claimed.event_id)).toEqual({ claim_id: claims[0]!.claim_id, correspondence_id: c.correspondence_id, participant_id: claims[0]!.participant_id, ref: 'claim-a' });
+    expect(data(claimed.event_id)).toEqual({
+      claim_id: claims[0]!.claim_id,
+      correspondence_id: c.correspondence_id,
+      participant_id: claims[0]!.participant_id,
+      ref: 'claim-a',
+    });
     const expired = (await api('POST', `/sandbox/claims/${claims[1]!.claim_id}/expire`)).body.event;
-    expect(data(expired.event_id)).toEqual({ claim_id: claims[1]!.claim_id, correspondence_id: c.correspondence_id, participant_id: claims[1]!.participant_id, ref: 'claim-b' });
+    expect(data(expired.event_id)).toEqual({
+      claim_id: claims[1]!.claim_id,
+      correspondence_id: c.correspondence_id,
+      participant_id: claims[1]!.participant_id,
+      ref: 'claim-b',
+    });
   });
 });
 
 describe('claims and queued sends at the end of a file', () => {
   it('a claim code lapses on a sealed file: claim.expired fires and the participant becomes undeliverable; it can no longer be claimed', async () => {
-    const c = (await api('POST', '/sender/v2/correspondence', { ...letter([{ nin: NIN.delivered, ref: 'd' }]), recipients: [{ addressing: { type: 'nin', nin: NIN.delivered }, ref: 'd' }, { addressing: { type: 'claim_code', name: 'Late' }, ref: 'late' }, { addressing: { type: 'claim_code', name: 'Later' }, ref: 'later' }] }, { 'x-sandbox-send-mode': 'queued' })).body;
+    const c = (
+      await api(
+        'POST',
+        '/sender/v2/correspondence',
+        {
+          ...letter([{ nin: NIN.delivered, ref: 'd' }]),
+          recipients: [
+            { addressing: { type: 'nin', nin: NIN.delivered }, ref: 'd' },
+            { addressing: { type: 'claim_code', name: 'Late' }, ref: 'late' },
+            { addressing: { type: 'claim_code', name: 'Later' }, ref: 'later' },
+          ],
+        },
+        { 'x-sandbox-send-mode': 'queued' },
+      )
+    ).body;
     await sb.control.waitForIdle();
     expect((await api('POST', `/sandbox/correspondence/${c.correspondence_id}/seal`)).status).toBe(200);
     const [late, later] = sb.control.claims().filter((x) => x.correspondence_id === c.correspondence_id);
@@ -128,12 +201,24 @@ describe('claims and queued sends at the end of a file', () => {
     // A queue that does not drain by itself, so "before" is certain however loaded the machine is.
     const slow = await sandbox({ queueDelayMs: 600_000 });
     try {
-      const c = (await call(slow.url, 'POST', '/sender/v2/correspondence', { key: slow.apiKey, body: letter([{ nin: NIN.held, ref: 'h' }, { nin: NIN.undeliverable, ref: 'u' }]), headers: { 'x-sandbox-send-mode': 'queued' } })).body;
+      const c = (
+        await call(slow.url, 'POST', '/sender/v2/correspondence', {
+          key: slow.apiKey,
+          body: letter([
+            { nin: NIN.held, ref: 'h' },
+            { nin: NIN.undeliverable, ref: 'u' },
+          ]),
+          headers: { 'x-sandbox-send-mode': 'queued' },
+        })
+      ).body;
       const early = await call(slow.url, 'POST', `/sandbox/correspondence/${c.correspondence_id}/seal`, { key: slow.apiKey });
       expect(early.status).toBe(409);
       slow.control.completeSend(c.correspondence_id);
       expect((await call(slow.url, 'POST', `/sandbox/correspondence/${c.correspondence_id}/seal`, { key: slow.apiKey })).status).toBe(200);
-      expect(slow.control.correspondence(c.correspondence_id)).toMatchObject({ status: 'sealed', send_summary: { delivered: 0, held: 1, undeliverable: 1, total: 2 } });
+      expect(slow.control.correspondence(c.correspondence_id)).toMatchObject({
+        status: 'sealed',
+        send_summary: { delivered: 0, held: 1, undeliverable: 1, total: 2 },
+      });
     } finally {
       await slow.close();
     }
@@ -143,7 +228,13 @@ describe('claims and queued sends at the end of a file', () => {
     // A queue that never drains during the test, so the withdrawal is surely first.
     const slow = await sandbox({ queueDelayMs: 600_000 });
     try {
-      const c = (await call(slow.url, 'POST', '/sender/v2/correspondence', { key: slow.apiKey, body: { ...letter([]), recipients: [{ addressing: { type: 'claim_code', name: 'Gone' }, ref: 'gone' }] }, headers: { 'x-sandbox-send-mode': 'queued' } })).body;
+      const c = (
+        await call(slow.url, 'POST', '/sender/v2/correspondence', {
+          key: slow.apiKey,
+          body: { ...letter([]), recipients: [{ addressing: { type: 'claim_code', name: 'Gone' }, ref: 'gone' }] },
+          headers: { 'x-sandbox-send-mode': 'queued' },
+        })
+      ).body;
       slow.control.withdraw(c.correspondence_id);
       const [claim] = slow.control.claims().filter((x) => x.correspondence_id === c.correspondence_id);
       const expire = await call(slow.url, 'POST', `/sandbox/claims/${claim!.claim_id}/expire`, { key: slow.apiKey });

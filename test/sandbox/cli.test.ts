@@ -61,7 +61,19 @@ describe('postroom sandbox trigger', () => {
   afterAll(() => sb.close());
 
   it('fires events at a running sandbox', async () => {
-    const run = await runCli(['sandbox', 'trigger', 'participant.acted', '--count', '3', '--act', 'signed', '--url', sb.url, '--key', 'svc_sandbox_cli_key']);
+    const run = await runCli([
+      'sandbox',
+      'trigger',
+      'participant.acted',
+      '--count',
+      '3',
+      '--act',
+      'signed',
+      '--url',
+      sb.url,
+      '--key',
+      'svc_sandbox_cli_key',
+    ]);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^fired 3 participant\.acted event\(s\)/);
@@ -70,7 +82,10 @@ describe('postroom sandbox trigger', () => {
   });
 
   it('takes the key and URL from the environment, accepts an API URL, and prints JSON', async () => {
-    const run = await runCli(['sandbox', 'trigger', 'correspondence.sealed', '--json'], { POSTROOM_API_KEY: 'svc_sandbox_cli_key', POSTROOM_API_BASE_URL: `${sb.url}/sender/v2` });
+    const run = await runCli(['sandbox', 'trigger', 'correspondence.sealed', '--json'], {
+      POSTROOM_API_KEY: 'svc_sandbox_cli_key',
+      POSTROOM_API_BASE_URL: `${sb.url}/sender/v2`,
+    });
     expect(run.code).toBe(0);
     const body = JSON.parse(run.stdout);
     expect(body.fired).toEqual([expect.objectContaining({ type: 'correspondence.sealed' })]);
@@ -86,10 +101,28 @@ describe('postroom sandbox trigger', () => {
     expect(noKey.stderr).toMatch(/--key: no API key/);
     const badType = await runCli(['sandbox', 'trigger', 'letter.sent', '--url', sb.url, '--key', 'svc_sandbox_cli_key']);
     expect(badType.stderr).toMatch(/<type>: expected one of correspondence.created/);
-    const badCount = await runCli(['sandbox', 'trigger', 'correspondence.created', '--count', '0', '--url', sb.url, '--key', 'svc_sandbox_cli_key']);
+    const badCount = await runCli([
+      'sandbox',
+      'trigger',
+      'correspondence.created',
+      '--count',
+      '0',
+      '--url',
+      sb.url,
+      '--key',
+      'svc_sandbox_cli_key',
+    ]);
     expect(badCount.stderr).toMatch(/--count: expected a whole number from 1 to 10000/);
     const port = await freePort();
-    const down = await runCli(['sandbox', 'trigger', 'correspondence.created', '--url', `http://127.0.0.1:${port}`, '--key', 'svc_sandbox_cli_key']);
+    const down = await runCli([
+      'sandbox',
+      'trigger',
+      'correspondence.created',
+      '--url',
+      `http://127.0.0.1:${port}`,
+      '--key',
+      'svc_sandbox_cli_key',
+    ]);
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/Could not reach the sandbox at http:\/\/127\.0\.0\.1:\d+: .*Is `postroom sandbox` running there\?/);
   });
@@ -98,12 +131,17 @@ describe('postroom sandbox trigger', () => {
 describe('postroom sandbox as a process', () => {
   it('serves the API with the given key, prints a generated one otherwise, and stops on SIGTERM', async () => {
     const port = await freePort();
-    const proc = spawnCli(['sandbox', '--port', String(port), '--key', 'svc_sandbox_proc_key:webhooks.read', '--retry-schedule', '0.05,0.1', '--seed', '9'], {});
+    const proc = spawnCli(
+      ['sandbox', '--port', String(port), '--key', 'svc_sandbox_proc_key:webhooks.read', '--retry-schedule', '0.05,0.1', '--seed', '9'],
+      {},
+    );
     try {
       await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc);
       const base = `http://127.0.0.1:${port}`;
       expect((await call(base, 'GET', '/sender/v2/webhook-deliveries', { key: 'svc_sandbox_proc_key' })).status).toBe(200);
-      expect((await call(base, 'POST', '/sender/v2/correspondence', { key: 'svc_sandbox_proc_key', body: {} })).body.error.required_scope).toBe('correspondence.write');
+      expect(
+        (await call(base, 'POST', '/sender/v2/correspondence', { key: 'svc_sandbox_proc_key', body: {} })).body.error.required_scope,
+      ).toBe('correspondence.write');
       expect((await call(base, 'GET', '/sandbox/stats', { key: 'svc_sandbox_proc_key' })).body.seed).toBe(9);
       expect(proc.output()).toContain(`postroom sandbox listening on ${base}`);
       expect(proc.output()).not.toContain('svc_sandbox_proc_key');
@@ -116,7 +154,10 @@ describe('postroom sandbox as a process', () => {
     const generated = spawnCli(['sandbox', '--port', String(port2), '--json'], {});
     try {
       await waitForHttp(`http://127.0.0.1:${port2}/healthz`, generated);
-      const line = generated.output().split('\n').find((l) => l.startsWith('{"url"'))!;
+      const line = generated
+        .output()
+        .split('\n')
+        .find((l) => l.startsWith('{"url"'))!;
       const info = JSON.parse(line);
       expect(info.api_key).toMatch(/^svc_sandbox_[0-9a-f]{32}$/);
       expect((await call(info.url, 'GET', '/sender/v2/me', { key: info.api_key })).body.scopes).toHaveLength(24);

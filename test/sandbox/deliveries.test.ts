@@ -9,7 +9,12 @@ async function walk(sb: Sandbox, query: string): Promise<{ records: DeliveryReco
   const pages: number[] = [];
   let cursor: string | null = null;
   do {
-    const res = await call(sb.url, 'GET', `/sender/v2/webhook-deliveries?${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key: KEY });
+    const res = await call(
+      sb.url,
+      'GET',
+      `/sender/v2/webhook-deliveries?${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      { key: KEY },
+    );
     expect(res.status).toBe(200);
     records.push(...res.body.deliveries);
     pages.push(res.body.deliveries.length);
@@ -19,7 +24,12 @@ async function walk(sb: Sandbox, query: string): Promise<{ records: DeliveryReco
 }
 
 const ordered = (records: DeliveryRecord[]): boolean =>
-  records.every((r, i) => i === 0 || records[i - 1]!.created_at < r.created_at || (records[i - 1]!.created_at === r.created_at && records[i - 1]!.delivery_id < r.delivery_id));
+  records.every(
+    (r, i) =>
+      i === 0 ||
+      records[i - 1]!.created_at < r.created_at ||
+      (records[i - 1]!.created_at === r.created_at && records[i - 1]!.delivery_id < r.delivery_id),
+  );
 
 describe('GET /webhook-deliveries', () => {
   let sb: Sandbox;
@@ -47,7 +57,9 @@ describe('GET /webhook-deliveries', () => {
   it('records deliveries exactly as the spec lists them', async () => {
     const { records } = await walk(sb, 'limit=1000');
     const delivered = records.find((r) => r.endpoint_id === okId)!;
-    expect(Object.keys(delivered).sort()).toEqual(['attempts', 'created_at', 'delivered_at', 'delivery_id', 'endpoint_id', 'event_id', 'event_type', 'last_error', 'status'].sort());
+    expect(Object.keys(delivered).sort()).toEqual(
+      ['attempts', 'created_at', 'delivered_at', 'delivery_id', 'endpoint_id', 'event_id', 'event_type', 'last_error', 'status'].sort(),
+    );
     expect(delivered).toMatchObject({ status: 'delivered', attempts: 1, last_error: '', delivered_at: expect.stringMatching(/Z$/) });
     const dead = records.find((r) => r.endpoint_id === failId)!;
     expect(dead).toMatchObject({ status: 'dead', attempts: 1, delivered_at: null });
@@ -106,7 +118,9 @@ describe('GET /webhook-deliveries', () => {
     const second = await call(sb.url, 'GET', `/sender/v2/webhook-endpoints?limit=2&cursor=${first.body.next_cursor}`, { key: KEY });
     const third = await call(sb.url, 'GET', `/sender/v2/webhook-endpoints?limit=2&cursor=${second.body.next_cursor}`, { key: KEY });
     expect(third.body.next_cursor).toBeNull();
-    const ids = [...first.body.endpoints, ...second.body.endpoints, ...third.body.endpoints].map((e: { endpoint_id: string }) => e.endpoint_id);
+    const ids = [...first.body.endpoints, ...second.body.endpoints, ...third.body.endpoints].map(
+      (e: { endpoint_id: string }) => e.endpoint_id,
+    );
     expect(new Set(ids).size).toBe(5);
   });
 });
@@ -117,7 +131,10 @@ describe('bulk-seeded deliveries', () => {
     try {
       const a = (await sb.control.registerEndpoint({ url: 'http://127.0.0.1:9/a' })).endpoint_id;
       const b = (await sb.control.registerEndpoint({ url: 'http://127.0.0.1:9/b' })).endpoint_id;
-      const seeded = await call(sb.url, 'POST', '/sandbox/seed-deliveries', { key: KEY, body: { endpoint_id: a, count: 100_000, status: 'dead' } });
+      const seeded = await call(sb.url, 'POST', '/sandbox/seed-deliveries', {
+        key: KEY,
+        body: { endpoint_id: a, count: 100_000, status: 'dead' },
+      });
       expect(seeded.status).toBe(201);
       expect(seeded.body.count).toBe(100_000);
       sb.control.seedDeliveries({ endpointId: b, count: 500, status: 'dead' });
@@ -128,7 +145,12 @@ describe('bulk-seeded deliveries', () => {
       let cursor: string | null = null;
       let last = '';
       do {
-        const res = await call(sb.url, 'GET', `/sender/v2/webhook-deliveries?status=dead&endpoint_id=${a}&limit=1000${cursor ? `&cursor=${cursor}` : ''}`, { key: KEY });
+        const res = await call(
+          sb.url,
+          'GET',
+          `/sender/v2/webhook-deliveries?status=dead&endpoint_id=${a}&limit=1000${cursor ? `&cursor=${cursor}` : ''}`,
+          { key: KEY },
+        );
         const page = res.body.deliveries as DeliveryRecord[];
         pages++;
         if (res.body.next_cursor) expect(page).toHaveLength(1000);
@@ -153,7 +175,9 @@ describe('bulk-seeded deliveries', () => {
   it('refuses a seed for an unknown endpoint or an absurd count', async () => {
     const sb = await sandbox({ keys: [KEY] });
     try {
-      expect((await call(sb.url, 'POST', '/sandbox/seed-deliveries', { key: KEY, body: { endpoint_id: 'we_nope', count: 5 } })).status).toBe(404);
+      expect(
+        (await call(sb.url, 'POST', '/sandbox/seed-deliveries', { key: KEY, body: { endpoint_id: 'we_nope', count: 5 } })).status,
+      ).toBe(404);
       const ep = await sb.control.registerEndpoint({ url: 'http://127.0.0.1:9/a' });
       const bad = await call(sb.url, 'POST', '/sandbox/seed-deliveries', { key: KEY, body: { endpoint_id: ep.endpoint_id, count: 0 } });
       expect(bad.status).toBe(400);

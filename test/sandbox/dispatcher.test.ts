@@ -8,7 +8,11 @@ afterEach(async () => {
   while (open.length) await open.pop()!.close();
 });
 
-async function setup(options: SandboxOptions, respond?: Parameters<typeof captureServer>[0], events?: string[]): Promise<{ sb: Sandbox; rx: CaptureServer; endpointId: string; secret: string }> {
+async function setup(
+  options: SandboxOptions,
+  respond?: Parameters<typeof captureServer>[0],
+  events?: string[],
+): Promise<{ sb: Sandbox; rx: CaptureServer; endpointId: string; secret: string }> {
   const rx = await captureServer(respond);
   open.push(rx);
   const sb = await sandbox(options);
@@ -32,13 +36,28 @@ describe('envelopes, headers and signatures', () => {
       expect(c.headers['x-service-event-id']).toBe(c.event.event_id);
       expect(c.headers['x-service-event-type']).toBe(c.event.type);
       expect(c.headers['x-service-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
-      const v = verifySignature({ header: c.headers['x-service-signature'], body: c.raw, secrets: [secret], now: Math.floor(Date.now() / 1000), toleranceSeconds: 300 });
+      const v = verifySignature({
+        header: c.headers['x-service-signature'],
+        body: c.raw,
+        secrets: [secret],
+        now: Math.floor(Date.now() / 1000),
+        toleranceSeconds: 300,
+      });
       expect(v.ok).toBe(true);
     }
     const [created, acted] = rx.received;
     expect(created!.event.type).toBe('correspondence.created');
-    expect(created!.event.data).toMatchObject({ correspondence_id: expect.stringMatching(/^cor_/), status: 'live', participants: [expect.objectContaining({ state: 'delivered' }), expect.anything()] });
-    expect(acted!.event.data).toEqual({ correspondence_id: created!.event.data.correspondence_id, participant_id: expect.stringMatching(/^par_/), act: 'delivered', ref: expect.any(String) });
+    expect(created!.event.data).toMatchObject({
+      correspondence_id: expect.stringMatching(/^cor_/),
+      status: 'live',
+      participants: [expect.objectContaining({ state: 'delivered' }), expect.anything()],
+    });
+    expect(acted!.event.data).toEqual({
+      correspondence_id: created!.event.data.correspondence_id,
+      participant_id: expect.stringMatching(/^par_/),
+      act: 'delivered',
+      ref: expect.any(String),
+    });
   });
 
   it('signs `<t>.<body>` with the timestamp.body scheme', async () => {
@@ -47,8 +66,26 @@ describe('envelopes, headers and signatures', () => {
     await sb.control.waitForIdle();
     const c = rx.received[0]!;
     const now = Math.floor(Date.now() / 1000);
-    expect(verifySignature({ header: c.headers['x-service-signature'], body: c.raw, secrets: [secret], now, toleranceSeconds: 300, scheme: 'timestamp.body' }).ok).toBe(true);
-    expect(verifySignature({ header: c.headers['x-service-signature'], body: c.raw, secrets: [secret], now, toleranceSeconds: 300, scheme: 'body' }).ok).toBe(false);
+    expect(
+      verifySignature({
+        header: c.headers['x-service-signature'],
+        body: c.raw,
+        secrets: [secret],
+        now,
+        toleranceSeconds: 300,
+        scheme: 'timestamp.body',
+      }).ok,
+    ).toBe(true);
+    expect(
+      verifySignature({
+        header: c.headers['x-service-signature'],
+        body: c.raw,
+        secrets: [secret],
+        now,
+        toleranceSeconds: 300,
+        scheme: 'body',
+      }).ok,
+    ).toBe(false);
   });
 
   it('delivers only subscribed types, and webhook.test whatever the subscription', async () => {
@@ -79,10 +116,17 @@ describe('retries', () => {
   });
 
   it('delivers after transient failures, clearing last_error', async () => {
-    const { sb, rx, endpointId } = await setup({ retrySchedule: [0.01, 0.01, 0.01] }, (_c, i) => (i < 2 ? 503 : 200), ['campaign.status_changed']);
+    const { sb, rx, endpointId } = await setup({ retrySchedule: [0.01, 0.01, 0.01] }, (_c, i) => (i < 2 ? 503 : 200), [
+      'campaign.status_changed',
+    ]);
     sb.control.trigger('campaign.status_changed');
     await sb.control.waitForIdle();
-    expect(sb.control.deliveries({ endpointId }).deliveries[0]).toMatchObject({ status: 'delivered', attempts: 3, last_error: '', delivered_at: expect.any(String) });
+    expect(sb.control.deliveries({ endpointId }).deliveries[0]).toMatchObject({
+      status: 'delivered',
+      attempts: 3,
+      last_error: '',
+      delivered_at: expect.any(String),
+    });
     expect(rx.received).toHaveLength(3);
   });
 
@@ -117,7 +161,11 @@ describe('retries', () => {
     await rx.waitFor(1);
     expect((await call(slow.url, 'DELETE', `/sender/v2/webhook-endpoints/${gone.endpoint_id}`, { key: slow.apiKey })).status).toBe(204);
     await slow.control.waitForIdle();
-    expect(slow.control.deliveries().deliveries[0]).toMatchObject({ status: 'dead', attempts: 1, last_error: 'endpoint deleted before the event could be delivered' });
+    expect(slow.control.deliveries().deliveries[0]).toMatchObject({
+      status: 'dead',
+      attempts: 1,
+      last_error: 'endpoint deleted before the event could be delivered',
+    });
   });
 
   it('closes promptly with retries still scheduled', async () => {
@@ -144,7 +192,11 @@ describe('fault injection under a fixed seed', () => {
     const a = await run({ seed: 42, faults: { duplicateRate: 0.3 } });
     const b = await run({ seed: 42, faults: { duplicateRate: 0.3 } });
     const c = await run({ seed: 7, faults: { duplicateRate: 0.3 } });
-    const dupes = (r: typeof a): number[] => [...r.received].filter(([, n]) => n > 1).map(([i]) => i).sort((x, y) => x - y);
+    const dupes = (r: typeof a): number[] =>
+      [...r.received]
+        .filter(([, n]) => n > 1)
+        .map(([i]) => i)
+        .sort((x, y) => x - y);
     expect(dupes(a).length).toBeGreaterThan(0);
     expect(a.received.size).toBe(30);
     expect(dupes(b)).toEqual(dupes(a));
@@ -161,7 +213,12 @@ describe('fault injection under a fixed seed', () => {
     const options: SandboxOptions = { seed: 42, maxConcurrency: 1, faults: { reorderRate: 0.3, reorderDelayMs: 1_000 } };
     const a = await run(options, 20);
     const b = await run(options, 20);
-    const heldBack = (r: typeof a): number[] => r.sb.control.faultLog().filter((f) => f.fault === 'held_back').map((f) => r.pos.get(f.event_id)!).sort((x, y) => x - y);
+    const heldBack = (r: typeof a): number[] =>
+      r.sb.control
+        .faultLog()
+        .filter((f) => f.fault === 'held_back')
+        .map((f) => r.pos.get(f.event_id)!)
+        .sort((x, y) => x - y);
     const held = heldBack(a);
     expect(held.length).toBeGreaterThan(0);
     expect(heldBack(b)).toEqual(held);
@@ -214,7 +271,8 @@ describe('failure windows', () => {
     await sb.control.waitForIdle();
     const records = sb.control.deliveries({ endpointId }).deliveries;
     expect(records.map((d) => d.status)).toEqual(['delivered', 'delivered', 'dead', 'dead', 'dead', 'delivered', 'delivered']);
-    for (const d of records.filter((r) => r.status === 'dead')) expect(d).toMatchObject({ attempts: 3, last_error: expect.stringMatching(/failure window/) });
+    for (const d of records.filter((r) => r.status === 'dead'))
+      expect(d).toMatchObject({ attempts: 3, last_error: expect.stringMatching(/failure window/) });
     expect(rx.received).toHaveLength(4);
   });
 
@@ -223,9 +281,14 @@ describe('failure windows', () => {
     const other = await captureServer();
     open.push(other);
     await sb.control.registerEndpoint({ url: other.url, events: ['campaign.status_changed'] });
-    const opened = await call(sb.url, 'POST', '/sandbox/faults/failure-window', { key: sb.apiKey, body: { duration_ms: 60_000, endpoint_id: endpointId } });
+    const opened = await call(sb.url, 'POST', '/sandbox/faults/failure-window', {
+      key: sb.apiKey,
+      body: { duration_ms: 60_000, endpoint_id: endpointId },
+    });
     expect(opened.status).toBe(201);
-    expect((await call(sb.url, 'GET', '/sandbox/faults', { key: sb.apiKey })).body.failure_window).toMatchObject({ endpoint_id: endpointId });
+    expect((await call(sb.url, 'GET', '/sandbox/faults', { key: sb.apiKey })).body.failure_window).toMatchObject({
+      endpoint_id: endpointId,
+    });
     sb.control.trigger('campaign.status_changed');
     await sb.control.waitForIdle();
     expect(rx.received).toHaveLength(0);
@@ -238,7 +301,10 @@ describe('failure windows', () => {
 
   it('sets fault rates at runtime over HTTP, refusing values out of range', async () => {
     const { sb } = await setup({});
-    const ok = await call(sb.url, 'PATCH', '/sandbox/faults', { key: sb.apiKey, body: { duplicate_rate: 0.1, reorder_rate: 0.2, max_delay_ms: 5 } });
+    const ok = await call(sb.url, 'PATCH', '/sandbox/faults', {
+      key: sb.apiKey,
+      body: { duplicate_rate: 0.1, reorder_rate: 0.2, max_delay_ms: 5 },
+    });
     expect(ok.body).toMatchObject({ duplicate_rate: 0.1, reorder_rate: 0.2, max_delay_ms: 5, drop_rate: 0 });
     expect(sb.control.faults()).toMatchObject({ duplicateRate: 0.1, reorderRate: 0.2, maxDelayMs: 5 });
     const bad = await call(sb.url, 'PATCH', '/sandbox/faults', { key: sb.apiKey, body: { drop_rate: 1.5 } });

@@ -11,7 +11,7 @@ const DNS: Record<string, string[]> = {
   'private.example': ['10.0.0.5'],
   'mixed.example': ['93.184.216.34', '192.168.1.10'],
   'linklocal6.example': ['fe80::1'],
-  'localhost': ['127.0.0.1', '::1'],
+  localhost: ['127.0.0.1', '::1'],
 };
 const lookup: LookupAll = async (host) => {
   const list = DNS[host];
@@ -20,7 +20,13 @@ const lookup: LookupAll = async (host) => {
 };
 
 function verifies(c: { headers: Record<string, unknown>; raw: Buffer }, secret: string): boolean {
-  return verifySignature({ header: c.headers['x-service-signature'] as string, body: c.raw, secrets: [secret], now: Math.floor(Date.now() / 1000), toleranceSeconds: 300 }).ok;
+  return verifySignature({
+    header: c.headers['x-service-signature'] as string,
+    body: c.raw,
+    secrets: [secret],
+    now: Math.floor(Date.now() / 1000),
+    toleranceSeconds: 300,
+  }).ok;
 }
 
 describe('webhook URL rules', () => {
@@ -35,7 +41,8 @@ describe('webhook URL rules', () => {
     await lax.close();
   });
 
-  const create = (s: Sandbox, url: string) => call(s.url, 'POST', '/sender/v2/webhook-endpoints', { key: KEY, body: { url, events: ['participant.acted'] } });
+  const create = (s: Sandbox, url: string) =>
+    call(s.url, 'POST', '/sender/v2/webhook-endpoints', { key: KEY, body: { url, events: ['participant.acted'] } });
 
   it('accepts https to a name that resolves only to public addresses (IPv4 and IPv6)', async () => {
     expect((await create(strict, 'https://public.example/hooks/postroom')).status).toBe(201);
@@ -70,7 +77,10 @@ describe('webhook URL rules', () => {
 
   it('applies the same rules to PATCH', async () => {
     const ep = await create(strict, 'https://public.example/a');
-    const res = await call(strict.url, 'PATCH', `/sender/v2/webhook-endpoints/${ep.body.endpoint_id}`, { key: KEY, body: { url: 'https://private.example/a' } });
+    const res = await call(strict.url, 'PATCH', `/sender/v2/webhook-endpoints/${ep.body.endpoint_id}`, {
+      key: KEY,
+      body: { url: 'https://private.example/a' },
+    });
     expect(res.status).toBe(422);
     expect(res.body.error.reason).toBe('non_public_address');
     const read = await call(strict.url, 'GET', `/sender/v2/webhook-endpoints/${ep.body.endpoint_id}`, { key: KEY });
@@ -89,7 +99,12 @@ describe('webhook URL rules', () => {
 
   it('refuses, at delivery, a name that re-resolves to a private address after passing the check', async () => {
     // The create-time lookup says public; the real resolver says loopback (a DNS rebinding).
-    const rebinding = await sandbox({ keys: [KEY], allowPrivateTargets: false, lookup: async () => [{ address: '93.184.216.34', family: 4 }], retrySchedule: [] });
+    const rebinding = await sandbox({
+      keys: [KEY],
+      allowPrivateTargets: false,
+      lookup: async () => [{ address: '93.184.216.34', family: 4 }],
+      retrySchedule: [],
+    });
     try {
       const ep = await call(rebinding.url, 'POST', '/sender/v2/webhook-endpoints', { key: KEY, body: { url: 'https://localhost:1/hook' } });
       expect(ep.status).toBe(201);
@@ -105,7 +120,29 @@ describe('webhook URL rules', () => {
 
   it('classifies addresses', () => {
     for (const a of ['8.8.8.8', '93.184.216.34', '2606:4700::1111', '::ffff:8.8.8.8']) expect(isPublicAddress(a), a).toBe(true);
-    for (const a of ['10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.0.1', '127.0.0.1', '0.0.0.0', '169.254.1.1', '100.64.0.1', '224.0.0.1', '255.255.255.255', '::', '::1', 'fe80::abcd', 'fc00::1', 'fd00::1', 'ff02::1', '::ffff:10.0.0.1', '::ffff:7f00:1', '64:ff9b::a00:1', '2001:db8::1', 'not-an-ip']) {
+    for (const a of [
+      '10.1.2.3',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.168.0.1',
+      '127.0.0.1',
+      '0.0.0.0',
+      '169.254.1.1',
+      '100.64.0.1',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::',
+      '::1',
+      'fe80::abcd',
+      'fc00::1',
+      'fd00::1',
+      'ff02::1',
+      '::ffff:10.0.0.1',
+      '::ffff:7f00:1',
+      '64:ff9b::a00:1',
+      '2001:db8::1',
+      'not-an-ip',
+    ]) {
       expect(isPublicAddress(a), a).toBe(false);
     }
   });
@@ -131,15 +168,28 @@ describe('secrets', () => {
   });
 
   it('shows the secret in the create response only', async () => {
-    const created = await call(sb.url, 'POST', '/sender/v2/webhook-endpoints', { key: KEY, body: { url: 'http://127.0.0.1:9/x', events: ['participant.acted'] } });
+    const created = await call(sb.url, 'POST', '/sender/v2/webhook-endpoints', {
+      key: KEY,
+      body: { url: 'http://127.0.0.1:9/x', events: ['participant.acted'] },
+    });
     expect(created.status).toBe(201);
-    expect(created.body).toEqual({ endpoint_id: expect.stringMatching(/^we_/), url: 'http://127.0.0.1:9/x', events: ['participant.acted'], active: true, created_at: expect.any(String), secret: expect.stringMatching(/^whsec_[0-9a-f]{48}$/) });
+    expect(created.body).toEqual({
+      endpoint_id: expect.stringMatching(/^we_/),
+      url: 'http://127.0.0.1:9/x',
+      events: ['participant.acted'],
+      active: true,
+      created_at: expect.any(String),
+      secret: expect.stringMatching(/^whsec_[0-9a-f]{48}$/),
+    });
     const secret = created.body.secret as string;
     const id = created.body.endpoint_id as string;
     const later = [
       await call(sb.url, 'GET', '/sender/v2/webhook-endpoints', { key: KEY }),
       await call(sb.url, 'GET', `/sender/v2/webhook-endpoints/${id}`, { key: KEY }),
-      await call(sb.url, 'PATCH', `/sender/v2/webhook-endpoints/${id}`, { key: KEY, body: { events: ['participant.acted', 'correspondence.sealed'] } }),
+      await call(sb.url, 'PATCH', `/sender/v2/webhook-endpoints/${id}`, {
+        key: KEY,
+        body: { events: ['participant.acted', 'correspondence.sealed'] },
+      }),
       await call(sb.url, 'GET', '/sandbox/correspondence', { key: KEY }),
     ];
     for (const res of later) {
@@ -152,15 +202,24 @@ describe('secrets', () => {
   it('an endpoint created without events subscribes to nothing; webhook.test cannot be subscribed', async () => {
     const none = await call(sb.url, 'POST', '/sender/v2/webhook-endpoints', { key: KEY, body: { url: 'http://127.0.0.1:9/x' } });
     expect(none.body.events).toEqual([]);
-    const test = await call(sb.url, 'POST', '/sender/v2/webhook-endpoints', { key: KEY, body: { url: 'http://127.0.0.1:9/x', events: ['webhook.test'] } });
+    const test = await call(sb.url, 'POST', '/sender/v2/webhook-endpoints', {
+      key: KEY,
+      body: { url: 'http://127.0.0.1:9/x', events: ['webhook.test'] },
+    });
     expect(test.status).toBe(400);
     expect(test.body.error.field).toBe('events[0]');
-    const unknown = await call(sb.url, 'POST', '/sender/v2/webhook-endpoints', { key: KEY, body: { url: 'http://127.0.0.1:9/x', events: ['participant.acted', 'nope'] } });
+    const unknown = await call(sb.url, 'POST', '/sender/v2/webhook-endpoints', {
+      key: KEY,
+      body: { url: 'http://127.0.0.1:9/x', events: ['participant.acted', 'nope'] },
+    });
     expect(unknown.body.error.message).toContain('correspondence.created');
   });
 
   it('rotate-secret returns a new secret once and cuts the old one at once, even for a retry in flight', async () => {
-    const created = await call(sb.url, 'POST', '/sender/v2/webhook-endpoints', { key: KEY, body: { url: receiver.url, events: ['correspondence.created'] } });
+    const created = await call(sb.url, 'POST', '/sender/v2/webhook-endpoints', {
+      key: KEY,
+      body: { url: receiver.url, events: ['correspondence.created'] },
+    });
     const oldSecret = created.body.secret as string;
     await call(sb.url, 'POST', '/sender/v2/correspondence', { key: KEY, body: letter([{ nin: NIN.delivered, ref: 'a' }]) });
     await receiver.waitFor(1);
@@ -207,7 +266,11 @@ describe('idempotent creates', () => {
     expect(sb.control.listCorrespondence()).toHaveLength(1);
     expect(sb.control.events({ type: 'correspondence.created' })).toHaveLength(1);
 
-    const other = await call(sb.url, 'POST', '/sender/v2/correspondence', { key: KEY, body: letter([{ nin: NIN.delivered, ref: 'CHANGED' }]), headers });
+    const other = await call(sb.url, 'POST', '/sender/v2/correspondence', {
+      key: KEY,
+      body: letter([{ nin: NIN.delivered, ref: 'CHANGED' }]),
+      headers,
+    });
     expect(other.status).toBe(422);
     expect(other.body.error.code).toBe('idempotency_key_reused');
   });
@@ -215,7 +278,9 @@ describe('idempotent creates', () => {
   it('concurrent requests with one key create once', async () => {
     const headers = { 'idempotency-key': 'concurrent-1' };
     const body = { url: 'http://127.0.0.1:9/x', events: ['participant.acted'] };
-    const results = await Promise.all(Array.from({ length: 5 }, () => call(sb.url, 'POST', '/sender/v2/webhook-endpoints', { key: KEY, body, headers })));
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => call(sb.url, 'POST', '/sender/v2/webhook-endpoints', { key: KEY, body, headers })),
+    );
     const ids = new Set(results.map((r) => r.body.endpoint_id));
     expect(ids.size).toBe(1);
     expect(new Set(results.map((r) => r.body.secret)).size).toBe(1);
@@ -247,14 +312,38 @@ describe('idempotent creates', () => {
 
   it('refusals are not stored: a corrected request may reuse the key; a 403 stores nothing', async () => {
     const headers = { 'idempotency-key': 'fix-me' };
-    const bad = await call(sb.url, 'POST', '/sender/v2/documents', { key: KEY, body: { filename: 'a', media_type: 'text/plain', content_base64: '!!' }, headers });
+    const bad = await call(sb.url, 'POST', '/sender/v2/documents', {
+      key: KEY,
+      body: { filename: 'a', media_type: 'text/plain', content_base64: '!!' },
+      headers,
+    });
     expect(bad.status).toBe(400);
-    const good = await call(sb.url, 'POST', '/sender/v2/documents', { key: KEY, body: { filename: 'a', media_type: 'text/plain', content_base64: 'aGk=' }, headers });
+    const good = await call(sb.url, 'POST', '/sender/v2/documents', {
+      key: KEY,
+      body: { filename: 'a', media_type: 'text/plain', content_base64: 'aGk=' },
+      headers,
+    });
     expect(good.status).toBe(201);
-    const forbidden = await call(sb.url, 'POST', '/sender/v2/documents', { key: 'svc_sandbox_readonly', body: { filename: 'b', media_type: 'text/plain', content_base64: 'aGk=' }, headers: { 'idempotency-key': 'scope-1' } });
+    const forbidden = await call(sb.url, 'POST', '/sender/v2/documents', {
+      key: 'svc_sandbox_readonly',
+      body: { filename: 'b', media_type: 'text/plain', content_base64: 'aGk=' },
+      headers: { 'idempotency-key': 'scope-1' },
+    });
     expect(forbidden.status).toBe(403);
-    expect((await call(sb.url, 'POST', '/sender/v2/documents', { key: KEY, body: { filename: 'b', media_type: 'text/plain', content_base64: 'aGk=' }, headers: { 'idempotency-key': 'scope-1' } })).status).toBe(201);
-    const malformed = await call(sb.url, 'POST', '/sender/v2/documents', { key: KEY, body: { filename: 'c', media_type: 'text/plain', content_base64: 'aGk=' }, headers: { 'idempotency-key': 'has space' } });
+    expect(
+      (
+        await call(sb.url, 'POST', '/sender/v2/documents', {
+          key: KEY,
+          body: { filename: 'b', media_type: 'text/plain', content_base64: 'aGk=' },
+          headers: { 'idempotency-key': 'scope-1' },
+        })
+      ).status,
+    ).toBe(201);
+    const malformed = await call(sb.url, 'POST', '/sender/v2/documents', {
+      key: KEY,
+      body: { filename: 'c', media_type: 'text/plain', content_base64: 'aGk=' },
+      headers: { 'idempotency-key': 'has space' },
+    });
     expect(malformed.status).toBe(400);
     expect(malformed.body.error.field).toBe('Idempotency-Key');
   });

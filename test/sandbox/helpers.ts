@@ -30,7 +30,14 @@ export async function call(
 
 /** A sandbox on 127.0.0.1 with retries compressed to milliseconds. */
 export function sandbox(options: SandboxOptions = {}): Promise<Sandbox> {
-  return startSandbox({ allowPrivateTargets: true, retrySchedule: [0.02, 0.04], attemptTimeoutMs: 1_000, queueDelayMs: 20, seed: 1, ...options });
+  return startSandbox({
+    allowPrivateTargets: true,
+    retrySchedule: [0.02, 0.04],
+    attemptTimeoutMs: 1_000,
+    queueDelayMs: 20,
+    seed: 1,
+    ...options,
+  });
 }
 
 export interface Captured {

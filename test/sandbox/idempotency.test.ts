@@ -15,7 +15,8 @@ beforeAll(async () => {
 });
 afterAll(() => sb.close());
 
-const send = (key: string, idem: string, body: unknown) => call(sb.url, 'POST', '/sender/v2/correspondence', { key, body, headers: { 'idempotency-key': idem } });
+const send = (key: string, idem: string, body: unknown) =>
+  call(sb.url, 'POST', '/sender/v2/correspondence', { key, body, headers: { 'idempotency-key': idem } });
 
 describe('Idempotency-Key is scoped per organisation and plane', () => {
   it('the same key and body on both planes creates two files and debits the live wallet once', async () => {

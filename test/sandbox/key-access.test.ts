@@ -93,32 +93,41 @@ describe('property: no rotate hands out more than the caller holds', () => {
   const scopeSet = fc.subarray([...SCOPES], { minLength: 1 });
   it('for any caller and target scopes and planes, a secret obtained by rotation carries only the caller’s scopes and plane; a refused rotation changes nothing', async () => {
     await fc.assert(
-      fc.asyncProperty(scopeSet, scopeSet, fc.constantFrom('sandbox', 'live'), fc.constantFrom('sandbox', 'live'), fc.boolean(), async (callerScopes, targetScopes, callerPlane, targetPlane, grantAdmin) => {
-        const caller = `svc_${callerPlane}_caller`;
-        const target = `svc_${targetPlane}_target`;
-        const observer = `svc_${targetPlane}_observer`;
-        const held = grantAdmin ? [...new Set<Scope>([...callerScopes, 'apikeys.read', 'apikeys.write'])] : callerScopes;
-        const s = await sandbox({ keys: [{ key: caller, scopes: held }, { key: target, scopes: targetScopes }, observer] });
-        try {
-          const targetId = (await call(s.url, 'GET', '/sender/v2/api-keys', { key: observer })).body.api_keys.find((k: KeyView) => target.startsWith(k.prefix)).key_id;
-          const read = await call(s.url, 'GET', `/sender/v2/api-keys/${targetId}`, { key: caller });
-          const rotate = await call(s.url, 'POST', `/sender/v2/api-keys/${targetId}/rotate`, { key: caller, body: { grace_seconds: 0 } });
-          const within = callerPlane === targetPlane && targetScopes.every((x) => held.includes(x));
-          if (rotate.status === 200) {
-            const mine = await call(s.url, 'GET', '/sender/v2/me', { key: rotate.body.secret });
-            expect(mine.body.plane).toBe(callerPlane);
-            expect(mine.body.scopes.every((x: Scope) => held.includes(x))).toBe(true);
-          } else {
-            expect([403, 404]).toContain(rotate.status);
-            expect(rotate.body).not.toHaveProperty('secret');
-            expect((await call(s.url, 'GET', '/sender/v2/me', { key: target })).status).toBe(200);
+      fc.asyncProperty(
+        scopeSet,
+        scopeSet,
+        fc.constantFrom('sandbox', 'live'),
+        fc.constantFrom('sandbox', 'live'),
+        fc.boolean(),
+        async (callerScopes, targetScopes, callerPlane, targetPlane, grantAdmin) => {
+          const caller = `svc_${callerPlane}_caller`;
+          const target = `svc_${targetPlane}_target`;
+          const observer = `svc_${targetPlane}_observer`;
+          const held = grantAdmin ? [...new Set<Scope>([...callerScopes, 'apikeys.read', 'apikeys.write'])] : callerScopes;
+          const s = await sandbox({ keys: [{ key: caller, scopes: held }, { key: target, scopes: targetScopes }, observer] });
+          try {
+            const targetId = (await call(s.url, 'GET', '/sender/v2/api-keys', { key: observer })).body.api_keys.find((k: KeyView) =>
+              target.startsWith(k.prefix),
+            ).key_id;
+            const read = await call(s.url, 'GET', `/sender/v2/api-keys/${targetId}`, { key: caller });
+            const rotate = await call(s.url, 'POST', `/sender/v2/api-keys/${targetId}/rotate`, { key: caller, body: { grace_seconds: 0 } });
+            const within = callerPlane === targetPlane && targetScopes.every((x) => held.includes(x));
+            if (rotate.status === 200) {
+              const mine = await call(s.url, 'GET', '/sender/v2/me', { key: rotate.body.secret });
+              expect(mine.body.plane).toBe(callerPlane);
+              expect(mine.body.scopes.every((x: Scope) => held.includes(x))).toBe(true);
+            } else {
+              expect([403, 404]).toContain(rotate.status);
+              expect(rotate.body).not.toHaveProperty('secret');
+              expect((await call(s.url, 'GET', '/sender/v2/me', { key: target })).status).toBe(200);
+            }
+            if (read.status === 200) expect(within).toBe(true);
+            expect(rotate.status === 200).toBe(within && held.includes('apikeys.write'));
+          } finally {
+            await s.close();
           }
-          if (read.status === 200) expect(within).toBe(true);
-          expect(rotate.status === 200).toBe(within && held.includes('apikeys.write'));
-        } finally {
-          await s.close();
-        }
-      }),
+        },
+      ),
       { numRuns: 60 },
     );
   }, 60_000);

@@ -24,7 +24,13 @@ const page = async (sb: Sandbox, query: string, key = SANDBOX): Promise<Page> =>
   return res.body;
 };
 
-async function walk(sb: Sandbox, query: string, between?: (pageIndex: number) => void | Promise<void>, key = SANDBOX, from: string | null = null): Promise<Listed[][]> {
+async function walk(
+  sb: Sandbox,
+  query: string,
+  between?: (pageIndex: number) => void | Promise<void>,
+  key = SANDBOX,
+  from: string | null = null,
+): Promise<Listed[][]> {
   const pages: Listed[][] = [];
   let cursor: string | null = from;
   do {
@@ -36,7 +42,14 @@ async function walk(sb: Sandbox, query: string, between?: (pageIndex: number) =>
   return pages;
 }
 
-const send = (sb: Sandbox, key: string, ref: string) => call(sb.url, 'POST', '/sender/v2/correspondence', { key, body: letter([{ nin: NIN.delivered, ref }, { nin: NIN.held, ref: `${ref}-held` }]) });
+const send = (sb: Sandbox, key: string, ref: string) =>
+  call(sb.url, 'POST', '/sender/v2/correspondence', {
+    key,
+    body: letter([
+      { nin: NIN.delivered, ref },
+      { nin: NIN.held, ref: `${ref}-held` },
+    ]),
+  });
 
 describe('GET /correspondence', () => {
   let sb: Sandbox;
@@ -100,7 +113,9 @@ describe('GET /correspondence', () => {
     expect(liveCursor).toBeNull();
     await send(sb, LIVE, 'live-2');
     const livePage = await page(sb, 'limit=1', LIVE);
-    const crossed = await call(sb.url, 'GET', `/sender/v2/correspondence?cursor=${encodeURIComponent(livePage.next_cursor!)}`, { key: SANDBOX });
+    const crossed = await call(sb.url, 'GET', `/sender/v2/correspondence?cursor=${encodeURIComponent(livePage.next_cursor!)}`, {
+      key: SANDBOX,
+    });
     expect(crossed.status).toBe(400);
     expect(crossed.body.error.field).toBe('cursor');
     const refused = await call(sb.url, 'GET', '/sender/v2/correspondence', { key: NO_READ });
@@ -136,34 +151,38 @@ describe('paging while writes continue', () => {
 
   it('property: every file appears, in its latest state; a file appears again only after it changed', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 7 }), fc.array(fc.array(write, { maxLength: 6 }), { minLength: 1, maxLength: 12 }), async (limit, rounds) => {
-        const sb = await sandbox({ keys: [SANDBOX], clock: tickingClock() });
-        try {
-          const files: string[] = [];
-          for (let i = 0; i < 12; i++) files.push((await send(sb, SANDBOX, `p${i}`)).body.correspondence_id);
-          const before = new Set(files);
-          // Writes between the first pages only: writing more than a page per page would never let the walk end.
-          const pages = await walk(sb, `limit=${limit}`, (i) => {
-            for (const w of rounds[i] ?? []) apply(sb, w, files);
-          });
-          const seen = pages.flat();
-          // Nothing that existed before the walk is missed.
-          for (const id of before) expect(seen.some((c) => c.correspondence_id === id)).toBe(true);
-          // Every page but the last is full.
-          for (const p of pages.slice(0, -1)) expect(p).toHaveLength(limit);
-          // A second appearance is a later state: the file changed in between (the ticking clock makes every change a new instant).
-          const last = new Map<string, Listed>();
-          for (const c of seen) {
-            const prev = last.get(c.correspondence_id);
-            if (prev) expect(c.updated_at > prev.updated_at).toBe(true);
-            last.set(c.correspondence_id, c);
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 7 }),
+        fc.array(fc.array(write, { maxLength: 6 }), { minLength: 1, maxLength: 12 }),
+        async (limit, rounds) => {
+          const sb = await sandbox({ keys: [SANDBOX], clock: tickingClock() });
+          try {
+            const files: string[] = [];
+            for (let i = 0; i < 12; i++) files.push((await send(sb, SANDBOX, `p${i}`)).body.correspondence_id);
+            const before = new Set(files);
+            // Writes between the first pages only: writing more than a page per page would never let the walk end.
+            const pages = await walk(sb, `limit=${limit}`, (i) => {
+              for (const w of rounds[i] ?? []) apply(sb, w, files);
+            });
+            const seen = pages.flat();
+            // Nothing that existed before the walk is missed.
+            for (const id of before) expect(seen.some((c) => c.correspondence_id === id)).toBe(true);
+            // Every page but the last is full.
+            for (const p of pages.slice(0, -1)) expect(p).toHaveLength(limit);
+            // A second appearance is a later state: the file changed in between (the ticking clock makes every change a new instant).
+            const last = new Map<string, Listed>();
+            for (const c of seen) {
+              const prev = last.get(c.correspondence_id);
+              if (prev) expect(c.updated_at > prev.updated_at).toBe(true);
+              last.set(c.correspondence_id, c);
+            }
+            // No holes: every change made before the last page was read is in the walk, so each file's last appearance is its state now.
+            for (const id of files) expect(last.get(id)).toEqual(sb.control.correspondence(id));
+          } finally {
+            await sb.close();
           }
-          // No holes: every change made before the last page was read is in the walk, so each file's last appearance is its state now.
-          for (const id of files) expect(last.get(id)).toEqual(sb.control.correspondence(id));
-        } finally {
-          await sb.close();
-        }
-      }),
+        },
+      ),
       { numRuns: 40 },
     );
   }, 60_000);
@@ -178,8 +197,17 @@ describe('paging while writes continue', () => {
         for (let i = 0; walking; i++) {
           const id = before[(i * 7 + n) % before.length]!;
           const c = sb.control.correspondence(id);
-          if (i % 3 === 0) await call(sb.url, 'POST', '/sender/v2/correspondence', { key: SANDBOX, body: letter([{ nin: NIN.delivered, ref: `w${n}-${i}` }]), headers: { 'x-sandbox-send-mode': 'queued' } });
-          else if (c.status === 'live') await call(sb.url, 'POST', `/sandbox/participants/${c.participants[0]!.participant_id}/act`, { key: SANDBOX, body: { act: 'read' } });
+          if (i % 3 === 0)
+            await call(sb.url, 'POST', '/sender/v2/correspondence', {
+              key: SANDBOX,
+              body: letter([{ nin: NIN.delivered, ref: `w${n}-${i}` }]),
+              headers: { 'x-sandbox-send-mode': 'queued' },
+            });
+          else if (c.status === 'live')
+            await call(sb.url, 'POST', `/sandbox/participants/${c.participants[0]!.participant_id}/act`, {
+              key: SANDBOX,
+              body: { act: 'read' },
+            });
         }
       };
       const writers = [writer(0), writer(1), writer(2)];

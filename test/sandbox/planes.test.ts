@@ -13,7 +13,8 @@ let liveHook: CaptureServer;
 let sandboxHook: CaptureServer;
 const of: Record<'sandbox' | 'live', { key: string; doc: string; file: string; endpoint: string; otherKey: string }> = {} as never;
 
-const api = (key: string, method: string, path: string, body?: unknown) => call(sb.url, method, path, { key, ...(body === undefined ? {} : { body }) });
+const api = (key: string, method: string, path: string, body?: unknown) =>
+  call(sb.url, method, path, { key, ...(body === undefined ? {} : { body }) });
 
 beforeAll(async () => {
   liveHook = await captureServer();
@@ -24,8 +25,16 @@ beforeAll(async () => {
     ['live', LIVE, liveHook, SANDBOX],
   ] as const) {
     const endpoint = (await api(key, 'POST', '/sender/v2/webhook-endpoints', { url: hook.url, events: EVERY_TYPE })).body.endpoint_id;
-    const doc = (await api(key, 'POST', '/sender/v2/documents', { filename: `${plane}.txt`, media_type: 'text/plain', content_base64: Buffer.from(plane).toString('base64') })).body.document_id;
-    const file = (await api(key, 'POST', '/sender/v2/correspondence', letter([{ nin: NIN.delivered, ref: `${plane}-r` }], { document_ids: [doc] }))).body.correspondence_id;
+    const doc = (
+      await api(key, 'POST', '/sender/v2/documents', {
+        filename: `${plane}.txt`,
+        media_type: 'text/plain',
+        content_base64: Buffer.from(plane).toString('base64'),
+      })
+    ).body.document_id;
+    const file = (
+      await api(key, 'POST', '/sender/v2/correspondence', letter([{ nin: NIN.delivered, ref: `${plane}-r` }], { document_ids: [doc] }))
+    ).body.correspondence_id;
     of[plane] = { key, doc, file, endpoint, otherKey };
   }
   await sb.control.waitForIdle();
@@ -48,7 +57,12 @@ describe.each(['sandbox', 'live'] as const)('a %s-plane resource is invisible to
   it('documents: 404 to read, and unknown when the other plane names it in a send', async () => {
     const { doc, otherKey } = of[plane];
     expect((await api(otherKey, 'GET', `/sender/v2/documents/${doc}`)).status).toBe(404);
-    const send = await api(otherKey, 'POST', '/sender/v2/correspondence', letter([{ nin: NIN.delivered, ref: 'x' }], { document_ids: [doc] }));
+    const send = await api(
+      otherKey,
+      'POST',
+      '/sender/v2/correspondence',
+      letter([{ nin: NIN.delivered, ref: 'x' }], { document_ids: [doc] }),
+    );
     expect(send.status).toBe(422);
     expect(send.body.error.code).toBe('unknown_document');
   });
@@ -67,10 +81,15 @@ describe.each(['sandbox', 'live'] as const)('a %s-plane resource is invisible to
 
   it('deliveries: not listed (not even filtered by the endpoint id) and 404 to read', async () => {
     const { endpoint, key, otherKey } = of[plane];
-    const mine = (await api(key, 'GET', '/sender/v2/webhook-deliveries?limit=1000')).body.deliveries as Array<{ delivery_id: string; endpoint_id: string }>;
+    const mine = (await api(key, 'GET', '/sender/v2/webhook-deliveries?limit=1000')).body.deliveries as Array<{
+      delivery_id: string;
+      endpoint_id: string;
+    }>;
     expect(mine.length).toBeGreaterThan(0);
     expect(mine.every((d) => d.endpoint_id === endpoint)).toBe(true);
-    const theirs = (await api(otherKey, 'GET', '/sender/v2/webhook-deliveries?limit=1000')).body.deliveries as Array<{ delivery_id: string }>;
+    const theirs = (await api(otherKey, 'GET', '/sender/v2/webhook-deliveries?limit=1000')).body.deliveries as Array<{
+      delivery_id: string;
+    }>;
     expect(theirs.map((d) => d.delivery_id)).not.toContain(mine[0]!.delivery_id);
     expect((await api(otherKey, 'GET', `/sender/v2/webhook-deliveries?endpoint_id=${endpoint}`)).body.deliveries).toEqual([]);
     expect((await api(otherKey, 'GET', `/sender/v2/webhook-deliveries/${mine[0]!.delivery_id}`)).status).toBe(404);

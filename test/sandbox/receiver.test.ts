@@ -30,16 +30,29 @@ describe.each<SignedPayloadScheme>(['body', 'timestamp.body'])('the receiver acc
     });
     // The secret is shown once, at create time: register first, start the receiver with it, then point the endpoint at it.
     const created = await Promise.all(
-      sb.apiKeys.map((key) => call(sb.url, 'POST', '/sender/v2/webhook-endpoints', { key, body: { url: 'http://127.0.0.1:9/pending', events: EVENT_TYPES.filter((t) => t !== 'webhook.test') } })),
+      sb.apiKeys.map((key) =>
+        call(sb.url, 'POST', '/sender/v2/webhook-endpoints', {
+          key,
+          body: { url: 'http://127.0.0.1:9/pending', events: EVENT_TYPES.filter((t) => t !== 'webhook.test') },
+        }),
+      ),
     );
     endpointId = created[0]!.body.endpoint_id;
     receiver = await startServer({
-      config: loadConfig({ PORT: '0', POSTROOM_WEBHOOK_SECRETS: created.map((c) => c.body.secret).join(','), POSTROOM_SIGNED_PAYLOAD: scheme, NODE_ENV: 'test' }),
+      config: loadConfig({
+        PORT: '0',
+        POSTROOM_WEBHOOK_SECRETS: created.map((c) => c.body.secret).join(','),
+        POSTROOM_SIGNED_PAYLOAD: scheme,
+        NODE_ENV: 'test',
+      }),
       logger: silentLogger(),
       db: store.db,
     });
     for (const [i, key] of sb.apiKeys.entries()) {
-      const patched = await call(sb.url, 'PATCH', `/sender/v2/webhook-endpoints/${created[i]!.body.endpoint_id}`, { key, body: { url: `${receiver.url}/webhooks` } });
+      const patched = await call(sb.url, 'PATCH', `/sender/v2/webhook-endpoints/${created[i]!.body.endpoint_id}`, {
+        key,
+        body: { url: `${receiver.url}/webhooks` },
+      });
       expect(patched.status).toBe(200);
     }
   });
@@ -51,7 +64,13 @@ describe.each<SignedPayloadScheme>(['body', 'timestamp.body'])('the receiver acc
 
   it('stores every generated event exactly once', async () => {
     for (const type of EVENT_TYPES) sb.control.trigger(type, { count: 3 });
-    const res = await call(sb.url, 'POST', '/sender/v2/correspondence', { key: sb.apiKey, body: letter([{ nin: NIN.delivered, ref: 'a' }, { nin: NIN.held, ref: 'b' }]) });
+    const res = await call(sb.url, 'POST', '/sender/v2/correspondence', {
+      key: sb.apiKey,
+      body: letter([
+        { nin: NIN.delivered, ref: 'a' },
+        { nin: NIN.held, ref: 'b' },
+      ]),
+    });
     sb.control.verifyRecipient({ type: 'nin', nin: NIN.held });
     sb.control.act(res.body.participants[0].participant_id, 'signed');
     await call(sb.url, 'POST', `/sender/v2/webhook-endpoints/${endpointId}/test`, { key: sb.apiKey });
@@ -65,7 +84,9 @@ describe.each<SignedPayloadScheme>(['body', 'timestamp.body'])('the receiver acc
     // Duplicates were sent: more attempts than events, yet one row each.
     expect(deliveries.reduce((n, d) => n + d.attempts, 0)).toBeGreaterThan(generated.length);
 
-    const rows = await store.db.query<{ event_id: string; type: string; status: string; correspondence_id: string | null }>('SELECT event_id, type, status, correspondence_id FROM inbox ORDER BY event_id');
+    const rows = await store.db.query<{ event_id: string; type: string; status: string; correspondence_id: string | null }>(
+      'SELECT event_id, type, status, correspondence_id FROM inbox ORDER BY event_id',
+    );
     expect(rows.rows.map((r) => r.event_id)).toEqual(generated.map((e) => e.event_id).sort());
     const byId = new Map(generated.map((e) => [e.event_id, e]));
     for (const r of rows.rows) {

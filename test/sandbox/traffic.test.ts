@@ -15,7 +15,13 @@ const start = async (): Promise<Sandbox> => {
 describe('traffic generator', () => {
   it('runs a bounded, realistic mix and reports what it did', async () => {
     const sb = await start();
-    const run = startTraffic({ target: sb, seed: 5, ratePerSecond: 5_000, maxOperations: 300, failureWindows: { everyOperations: 100, durationMs: 1 } });
+    const run = startTraffic({
+      target: sb,
+      seed: 5,
+      ratePerSecond: 5_000,
+      maxOperations: 300,
+      failureWindows: { everyOperations: 100, durationMs: 1 },
+    });
     const counters = await run.done;
     await sb.control.waitForIdle();
     expect(counters.operations).toBe(300);
@@ -23,7 +29,8 @@ describe('traffic generator', () => {
     expect(counters.failureWindows).toBe(3);
     expect(counters.directSends).toBeGreaterThan(0);
     expect(counters.queuedSends).toBeGreaterThan(0);
-    for (const k of ['acts', 'verifications', 'seals', 'withdrawals', 'attachments', 'claims'] as const) expect(counters[k], k).toBeGreaterThan(0);
+    for (const k of ['acts', 'verifications', 'seals', 'withdrawals', 'attachments', 'claims'] as const)
+      expect(counters[k], k).toBeGreaterThan(0);
     expect(counters.correspondences).toBe(counters.directSends + counters.queuedSends);
     expect(sb.control.stats().correspondences).toBe(counters.correspondences);
     expect(sb.control.events({ type: 'correspondence.created' })).toHaveLength(counters.correspondences);
@@ -38,8 +45,11 @@ describe('traffic generator', () => {
   it('makes the same decisions for the same seed', async () => {
     const once = async (seed: number) => {
       const sb = await start();
-      const c = await startTraffic({ target: sb, seed, ratePerSecond: 5_000, maxOperations: 150, queuedShare: 0, failureWindows: false }).done;
-      const shape = sb.control.listCorrespondence().map((x) => [x.kind, x.subject, x.status, x.participants.map((p) => [p.state, p.last_act])]);
+      const c = await startTraffic({ target: sb, seed, ratePerSecond: 5_000, maxOperations: 150, queuedShare: 0, failureWindows: false })
+        .done;
+      const shape = sb.control
+        .listCorrespondence()
+        .map((x) => [x.kind, x.subject, x.status, x.participants.map((p) => [p.state, p.last_act])]);
       return { c: { ...c, events: sb.control.stats().events }, shape, types: sb.control.events().map((e) => e.type) };
     };
     const a = await once(21);

@@ -16,7 +16,12 @@ async function deliver(server: RunningServer, path: string, secret: string): Pro
   const body = JSON.stringify({ event_id: eventId, type: 'webhook.test', at: new Date().toISOString(), data: { message: 'hi' } });
   const res = await request(`${server.url}${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-service-signature': sign({ secret, body }), 'x-service-event-id': eventId, 'x-service-event-type': 'webhook.test' },
+    headers: {
+      'content-type': 'application/json',
+      'x-service-signature': sign({ secret, body }),
+      'x-service-event-id': eventId,
+      'x-service-event-type': 'webhook.test',
+    },
     body,
   });
   await res.body.dump();
@@ -35,7 +40,12 @@ describe('ingress with stored endpoint secrets', () => {
 
   beforeAll(async () => {
     store = await openDefaultTestStore();
-    const config = loadConfig({ NODE_ENV: 'test', PORT: '0', POSTROOM_WEBHOOK_SECRETS: 'whsec_configured', POSTROOM_ENCRYPTION_KEY: KEY.toString('hex') });
+    const config = loadConfig({
+      NODE_ENV: 'test',
+      PORT: '0',
+      POSTROOM_WEBHOOK_SECRETS: 'whsec_configured',
+      POSTROOM_ENCRYPTION_KEY: KEY.toString('hex'),
+    });
     server = await startServer({ config, logger: silentLogger(), db: store.db, role: 'ingress' });
   });
   afterAll(async () => {

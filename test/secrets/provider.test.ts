@@ -26,7 +26,10 @@ describe.each(kinds)('endpoint secret provider on %s', (kind) => {
   it('serves the configured secrets for /webhooks and for an endpoint with nothing stored', async () => {
     const provider = createEndpointSecretProvider({ db: store.db, cipher, configured: ['conf_a', 'conf_b'] });
     expect(await provider.secretsFor(undefined)).toEqual({ secrets: ['conf_a', 'conf_b'], labels: ['configured:0', 'configured:1'] });
-    expect(await provider.secretsFor('ep_nothing_stored')).toEqual({ secrets: ['conf_a', 'conf_b'], labels: ['configured:0', 'configured:1'] });
+    expect(await provider.secretsFor('ep_nothing_stored')).toEqual({
+      secrets: ['conf_a', 'conf_b'],
+      labels: ['configured:0', 'configured:1'],
+    });
   });
 
   it("serves only the endpoint's own secrets once it has some, labelled by role", async () => {
@@ -34,7 +37,10 @@ describe.each(kinds)('endpoint secret provider on %s', (kind) => {
     await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_p1', secret: 'old', overlapSeconds: 60, now: new Date(clock.now()) });
     await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_p1', secret: 'new', overlapSeconds: 60, now: new Date(clock.now()) });
     const provider = createEndpointSecretProvider({ db: store.db, cipher, configured: ['conf'], clock });
-    expect(await provider.secretsFor('ep_p1')).toEqual({ secrets: ['new', 'old'], labels: ['endpoint:ep_p1:current', 'endpoint:ep_p1:previous'] });
+    expect(await provider.secretsFor('ep_p1')).toEqual({
+      secrets: ['new', 'old'],
+      labels: ['endpoint:ep_p1:current', 'endpoint:ep_p1:previous'],
+    });
   });
 
   it('drops the previous secret when its overlap ends, even from a fresh cache', async () => {
@@ -67,9 +73,15 @@ describe.each(kinds)('endpoint secret provider on %s', (kind) => {
     await provider.start();
     try {
       await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_p4', secret: 'before', overlapSeconds: 600, now: new Date() });
-      await vi.waitFor(async () => expect((await provider.secretsFor('ep_p4')).secrets).toEqual(['before']), { timeout: 5000, interval: 20 });
+      await vi.waitFor(async () => expect((await provider.secretsFor('ep_p4')).secrets).toEqual(['before']), {
+        timeout: 5000,
+        interval: 20,
+      });
       await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_p4', secret: 'after', overlapSeconds: 600, now: new Date() });
-      await vi.waitFor(async () => expect((await provider.secretsFor('ep_p4')).secrets).toEqual(['after', 'before']), { timeout: 5000, interval: 20 });
+      await vi.waitFor(async () => expect((await provider.secretsFor('ep_p4')).secrets).toEqual(['after', 'before']), {
+        timeout: 5000,
+        interval: 20,
+      });
     } finally {
       await provider.close();
     }
@@ -78,7 +90,10 @@ describe.each(kinds)('endpoint secret provider on %s', (kind) => {
   it('loads each endpoint once for a burst of concurrent requests', async () => {
     await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_p5', secret: 's', overlapSeconds: 0, now: new Date() });
     let queries = 0;
-    const counting = { ...store.db, query: (...args: Parameters<typeof store.db.query>) => (queries++, store.db.query(...args)) } as typeof store.db;
+    const counting = {
+      ...store.db,
+      query: (...args: Parameters<typeof store.db.query>) => (queries++, store.db.query(...args)),
+    } as typeof store.db;
     const provider = createEndpointSecretProvider({ db: counting, cipher, configured: [], cacheTtlMs: HOUR });
     const sets = await Promise.all(Array.from({ length: 20 }, () => provider.secretsFor('ep_p5')));
     expect(sets.every((s) => s.secrets[0] === 's')).toBe(true);
@@ -92,7 +107,14 @@ describe('endpoint secret provider when the store fails', () => {
     const cipher = createSecretCipher(randomBytes(32));
     const clock = fixedClock(Date.now());
     await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_f1', secret: 'kept', overlapSeconds: 0, now: new Date(clock.now()) });
-    const provider = createEndpointSecretProvider({ db: store.db, cipher, configured: [], clock, cacheTtlMs: 1000, logger: silentLogger() });
+    const provider = createEndpointSecretProvider({
+      db: store.db,
+      cipher,
+      configured: [],
+      clock,
+      cacheTtlMs: 1000,
+      logger: silentLogger(),
+    });
     expect((await provider.secretsFor('ep_f1')).secrets).toEqual(['kept']);
     await store.cleanup();
     clock.advance(5000);
@@ -111,9 +133,14 @@ describe.runIf(kinds.includes('postgres'))('endpoint secret provider across repl
     try {
       await Promise.all(providers.map((p) => p.start()));
       await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_r1', secret: 'one', overlapSeconds: 600, now: new Date() });
-      for (const p of providers) await vi.waitFor(async () => expect((await p.secretsFor('ep_r1')).secrets).toEqual(['one']), { timeout: 5000, interval: 20 });
+      for (const p of providers)
+        await vi.waitFor(async () => expect((await p.secretsFor('ep_r1')).secrets).toEqual(['one']), { timeout: 5000, interval: 20 });
       await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_r1', secret: 'two', overlapSeconds: 600, now: new Date() });
-      for (const p of providers) await vi.waitFor(async () => expect((await p.secretsFor('ep_r1')).secrets).toEqual(['two', 'one']), { timeout: 5000, interval: 20 });
+      for (const p of providers)
+        await vi.waitFor(async () => expect((await p.secretsFor('ep_r1')).secrets).toEqual(['two', 'one']), {
+          timeout: 5000,
+          interval: 20,
+        });
     } finally {
       for (const p of providers) await p.close();
       for (const db of replicas) await db.close();

@@ -35,7 +35,13 @@ describe('a rotation under continuous traffic from the sandbox', () => {
     server = await startServer({ config, logger: silentLogger(), db: store.db, role: 'ingress' });
     // Retries spread over ~1.5 s, less than the secret cache's TTL: only the change notification can keep
     // a delivery refused while the new secret is on its way from going dead.
-    sandbox = await startSandbox({ allowPrivateTargets: true, retrySchedule: [0.05, 0.1, 0.2, 0.4, 0.8], attemptTimeoutMs: 2000, queueDelayMs: 20, seed: 7 });
+    sandbox = await startSandbox({
+      allowPrivateTargets: true,
+      retrySchedule: [0.05, 0.1, 0.2, 0.4, 0.8],
+      attemptTimeoutMs: 2000,
+      queueDelayMs: 20,
+      seed: 7,
+    });
   });
   afterAll(async () => {
     await sandbox?.close();
@@ -66,8 +72,16 @@ describe('a rotation under continuous traffic from the sandbox', () => {
           expect(r.code, r.stderr).toBe(0);
           return (JSON.parse(r.stdout) as { endpoint_id: string }).endpoint_id;
         }
-        const e = await client.webhookEndpoints.create({ url: url.replace('{endpoint_id}', '_pending'), events: [...SUBSCRIBABLE_EVENT_TYPES] });
-        await saveEndpointSecret(store.db, cipher, { endpointId: e.endpoint_id, secret: e.secret, overlapSeconds: OVERLAP_SECONDS, now: new Date() });
+        const e = await client.webhookEndpoints.create({
+          url: url.replace('{endpoint_id}', '_pending'),
+          events: [...SUBSCRIBABLE_EVENT_TYPES],
+        });
+        await saveEndpointSecret(store.db, cipher, {
+          endpointId: e.endpoint_id,
+          secret: e.secret,
+          overlapSeconds: OVERLAP_SECONDS,
+          now: new Date(),
+        });
         await client.webhookEndpoints.update(e.endpoint_id, { url: url.replace('{endpoint_id}', e.endpoint_id) });
         return e.endpoint_id;
       },

@@ -36,17 +36,29 @@ describe.each(kinds)('endpoint secret store on %s', (kind) => {
       now: t0,
       endpoint: { url: 'https://example.com/hook', events: ['participant.acted'], plane: 'sandbox', created_at: t0.toISOString() },
     });
-    const raw = await store.db.query<{ ciphertext: Uint8Array }>(`SELECT ciphertext FROM endpoint_secrets WHERE endpoint_id = 'ep_store_1'`);
+    const raw = await store.db.query<{ ciphertext: Uint8Array }>(
+      `SELECT ciphertext FROM endpoint_secrets WHERE endpoint_id = 'ep_store_1'`,
+    );
     expect(Buffer.from(raw.rows[0]!.ciphertext).toString('utf8')).not.toContain('whsec_first');
     const loaded = await loadEndpointSecrets(store.db, cipher, 'ep_store_1', t0);
     expect(loaded.map((s) => [s.state, s.secret])).toEqual([['current', 'whsec_first']]);
     const known = await listKnownEndpoints(store.db);
-    expect(known.find((e) => e.endpoint_id === 'ep_store_1')).toMatchObject({ url: 'https://example.com/hook', events: ['participant.acted'], plane: 'sandbox', active: true });
+    expect(known.find((e) => e.endpoint_id === 'ep_store_1')).toMatchObject({
+      url: 'https://example.com/hook',
+      events: ['participant.acted'],
+      plane: 'sandbox',
+      active: true,
+    });
   });
 
   it('keeps the replaced secret for the overlap, then drops it', async () => {
     await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_2', secret: 'whsec_a', overlapSeconds: 60, now: t0 });
-    const { replaced } = await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_2', secret: 'whsec_b', overlapSeconds: 60, now: at(10) });
+    const { replaced } = await saveEndpointSecret(store.db, cipher, {
+      endpointId: 'ep_store_2',
+      secret: 'whsec_b',
+      overlapSeconds: 60,
+      now: at(10),
+    });
     expect(replaced).toBe(1);
     expect((await loadEndpointSecrets(store.db, cipher, 'ep_store_2', at(10))).map((s) => [s.state, s.secret])).toEqual([
       ['current', 'whsec_b'],
@@ -85,7 +97,11 @@ describe.each(kinds)('endpoint secret store on %s', (kind) => {
     // A later routine rotation never lengthens an older secret's life either.
     await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_leak', secret: 'fourth', overlapSeconds: 100, now: at(130) });
     await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_leak', secret: 'fifth', overlapSeconds: day, now: at(140) });
-    expect((await loadEndpointSecrets(store.db, cipher, 'ep_store_leak', at(229))).map((s) => s.secret)).toEqual(['fifth', 'fourth', 'third']);
+    expect((await loadEndpointSecrets(store.db, cipher, 'ep_store_leak', at(229))).map((s) => s.secret)).toEqual([
+      'fifth',
+      'fourth',
+      'third',
+    ]);
     expect((await loadEndpointSecrets(store.db, cipher, 'ep_store_leak', at(231))).map((s) => s.secret)).toEqual(['fifth', 'fourth']);
   });
 
@@ -118,11 +134,21 @@ describe.each(kinds)('endpoint secret store on %s', (kind) => {
   });
 
   it('retiring an endpoint hides it from the known list and lets its secret run out after the overlap', async () => {
-    await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_9', secret: 'bye', overlapSeconds: 30, now: t0, endpoint: { url: 'https://example.com/9', events: [] } });
+    await saveEndpointSecret(store.db, cipher, {
+      endpointId: 'ep_store_9',
+      secret: 'bye',
+      overlapSeconds: 30,
+      now: t0,
+      endpoint: { url: 'https://example.com/9', events: [] },
+    });
     await retireEndpoint(store.db, { endpointId: 'ep_store_9', overlapSeconds: 30, now: t0 });
     expect((await listKnownEndpoints(store.db)).some((e) => e.endpoint_id === 'ep_store_9')).toBe(false);
-    expect((await listKnownEndpoints(store.db, { includeDeleted: true })).find((e) => e.endpoint_id === 'ep_store_9')?.deleted_at).toBeInstanceOf(Date);
-    expect((await loadEndpointSecrets(store.db, cipher, 'ep_store_9', at(29))).map((s) => [s.state, s.secret])).toEqual([['previous', 'bye']]);
+    expect(
+      (await listKnownEndpoints(store.db, { includeDeleted: true })).find((e) => e.endpoint_id === 'ep_store_9')?.deleted_at,
+    ).toBeInstanceOf(Date);
+    expect((await loadEndpointSecrets(store.db, cipher, 'ep_store_9', at(29))).map((s) => [s.state, s.secret])).toEqual([
+      ['previous', 'bye'],
+    ]);
     expect(await loadEndpointSecrets(store.db, cipher, 'ep_store_9', at(30))).toEqual([]);
   });
 
@@ -138,7 +164,9 @@ describe.each(kinds)('endpoint secret store on %s', (kind) => {
   it('concurrent rotations of one endpoint leave exactly one current secret', async () => {
     await saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_11', secret: 'base', overlapSeconds: 60, now: t0 });
     await Promise.all(
-      Array.from({ length: 5 }, (_, i) => saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_11', secret: `r${i}`, overlapSeconds: 60, now: at(1) })),
+      Array.from({ length: 5 }, (_, i) =>
+        saveEndpointSecret(store.db, cipher, { endpointId: 'ep_store_11', secret: `r${i}`, overlapSeconds: 60, now: at(1) }),
+      ),
     );
     const info = await describeEndpointSecrets(store.db, 'ep_store_11');
     expect(info.filter((i) => i.state === 'current')).toHaveLength(1);

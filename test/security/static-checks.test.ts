@@ -14,14 +14,16 @@ function sources(dir: string): string[] {
 /** Checks on the code and files themselves, for properties no single behaviour test pins down. */
 describe('security properties of the code base', () => {
   it('compares no secret, key, signature or digest with === or !== (constant-time comparison only)', () => {
-    const suspicious = /\b\w*(secret|apikey|api_key|signature|digest|hmac|token)\w*\s*[!=]==\s*(?!undefined\b|null\b|'|"|`|\d)|[!=]==\s*\w*(secret|apikey|api_key|signature|digest|hmac|token)\w*\b(?!\s*(\.length|===|!==))/i;
+    const suspicious =
+      /\b\w*(secret|apikey|api_key|signature|digest|hmac|token)\w*\s*[!=]==\s*(?!undefined\b|null\b|'|"|`|\d)|[!=]==\s*\w*(secret|apikey|api_key|signature|digest|hmac|token)\w*\b(?!\s*(\.length|===|!==))/i;
     const offenders: string[] = [];
     for (const file of sources(path.join(ROOT, 'src'))) {
       fs.readFileSync(file, 'utf8')
         .split('\n')
         .forEach((line, i) => {
           const code = line.replace(/\/\/.*$/, '');
-          if (suspicious.test(code) && !/typeof |\.length|=== (undefined|null)|!== (undefined|null)/.test(code)) offenders.push(`${path.relative(ROOT, file)}:${i + 1}: ${line.trim()}`);
+          if (suspicious.test(code) && !/typeof |\.length|=== (undefined|null)|!== (undefined|null)/.test(code))
+            offenders.push(`${path.relative(ROOT, file)}:${i + 1}: ${line.trim()}`);
         });
     }
     expect(offenders).toEqual([]);

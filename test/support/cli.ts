@@ -16,6 +16,10 @@ export async function runCli(args: string[], env: Record<string, string> = {}, i
   stdout.on('data', (d) => (out += d));
   stderr.on('data', (d) => (err += d));
   const stdin = input === undefined ? undefined : Readable.from([input]);
-  const code = await main(['node', 'postroom', ...args], { NODE_ENV: 'test', ...env }, { stdout, stderr, interactive: false, ...(stdin ? { stdin } : {}) });
+  const code = await main(
+    ['node', 'postroom', ...args],
+    { NODE_ENV: 'test', ...env },
+    { stdout, stderr, interactive: false, ...(stdin ? { stdin } : {}) },
+  );
   return { code, stdout: out, stderr: err };
 }

@@ -38,7 +38,12 @@ export interface PostResult {
 /** Signs and posts like the service: signature, event id and type headers. */
 export async function postEvent(url: string, event: Envelope | null, options: PostOptions): Promise<PostResult> {
   const body = options.body ?? JSON.stringify(event);
-  const signature = sign({ secret: options.secret, body, ...(options.timestamp === undefined ? {} : { timestamp: options.timestamp }), scheme: options.scheme ?? 'body' });
+  const signature = sign({
+    secret: options.secret,
+    body,
+    ...(options.timestamp === undefined ? {} : { timestamp: options.timestamp }),
+    scheme: options.scheme ?? 'body',
+  });
   const res = await request(url, {
     method: 'POST',
     headers: {

@@ -1,7 +1,12 @@
 import { Writable } from 'node:stream';
 
 /** A destination for createLogger that keeps every line, to search. */
-export function captureLog(): { stream: Writable; lines(): Array<{ level: number; msg?: string } & Record<string, unknown>>; text(): string; mark(): () => string } {
+export function captureLog(): {
+  stream: Writable;
+  lines(): Array<{ level: number; msg?: string } & Record<string, unknown>>;
+  text(): string;
+  mark(): () => string;
+} {
   const chunks: string[] = [];
   const stream = new Writable({
     write(chunk, _enc, cb) {

@@ -10,12 +10,21 @@ export interface RawResponse {
  * One request written byte for byte on a fresh socket: clients such as undici
  * refuse or normalise the malformed targets and headers hostile senders use.
  */
-export function rawRequest(base: string, method: string, target: string, options: { headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
+export function rawRequest(
+  base: string,
+  method: string,
+  target: string,
+  options: { headers?: Record<string, string>; body?: string } = {},
+): Promise<RawResponse> {
   const u = new URL(base);
   const body = options.body ?? '';
   const head = [`${method} ${target} HTTP/1.1`, `Host: ${u.host}`, 'Connection: close'];
   for (const [k, v] of Object.entries(options.headers ?? {})) head.push(`${k}: ${v}`);
-  if (method !== 'GET' && method !== 'HEAD' && !Object.keys(options.headers ?? {}).some((k) => k.toLowerCase() === 'content-length' || k.toLowerCase() === 'transfer-encoding')) {
+  if (
+    method !== 'GET' &&
+    method !== 'HEAD' &&
+    !Object.keys(options.headers ?? {}).some((k) => k.toLowerCase() === 'content-length' || k.toLowerCase() === 'transfer-encoding')
+  ) {
     head.push(`Content-Length: ${Buffer.byteLength(body)}`);
   }
   return new Promise((resolve, reject) => {

@@ -7,11 +7,17 @@ const now = 1_795_000_000;
 describe('signature properties', () => {
   it('verifies what sign() produces, for any body, secret and scheme', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 2048 }), fc.string({ minLength: 1, maxLength: 64 }), fc.constantFrom('body' as const, 'timestamp.body' as const), fc.integer({ min: -300, max: 300 }), (body, secret, scheme, skew) => {
-        const header = sign({ secret, body, timestamp: now - skew, scheme });
-        const r = verifySignature({ header, body, secrets: [secret], now, toleranceSeconds: 300, scheme });
-        expect(r).toEqual({ ok: true, secretIndex: 0, timestamp: now - skew, skewSeconds: skew });
-      }),
+      fc.property(
+        fc.uint8Array({ maxLength: 2048 }),
+        fc.string({ minLength: 1, maxLength: 64 }),
+        fc.constantFrom('body' as const, 'timestamp.body' as const),
+        fc.integer({ min: -300, max: 300 }),
+        (body, secret, scheme, skew) => {
+          const header = sign({ secret, body, timestamp: now - skew, scheme });
+          const r = verifySignature({ header, body, secrets: [secret], now, toleranceSeconds: 300, scheme });
+          expect(r).toEqual({ ok: true, secretIndex: 0, timestamp: now - skew, skewSeconds: skew });
+        },
+      ),
     );
   });
 
@@ -22,7 +28,10 @@ describe('signature properties', () => {
         const altered = Uint8Array.from(body);
         const i = at % altered.length;
         altered[i] = altered[i]! ^ flip;
-        expect(verifySignature({ header, body: altered, secrets: ['s'], now, toleranceSeconds: 300 })).toMatchObject({ ok: false, reason: 'no_matching_signature' });
+        expect(verifySignature({ header, body: altered, secrets: ['s'], now, toleranceSeconds: 300 })).toMatchObject({
+          ok: false,
+          reason: 'no_matching_signature',
+        });
       }),
     );
   });

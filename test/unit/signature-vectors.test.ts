@@ -30,14 +30,25 @@ describe('signature vectors from ../shared/vectors', () => {
 
   it('reports which secret matched by index and the clock skew', () => {
     const c = vectors.cases.find((v) => v.name === 'valid_second_of_two_secrets')!;
-    const r = verifySignature({ header: c.header, body: Buffer.from(c.body_base64, 'base64'), secrets: c.secrets, now: c.now + 7, toleranceSeconds: 300 });
+    const r = verifySignature({
+      header: c.header,
+      body: Buffer.from(c.body_base64, 'base64'),
+      secrets: c.secrets,
+      now: c.now + 7,
+      toleranceSeconds: 300,
+    });
     expect(r).toEqual({ ok: true, secretIndex: 1, timestamp: c.now, skewSeconds: 7 });
   });
 
   it('sign() reproduces every valid vector digest', () => {
     for (const c of vectors.cases.filter((v) => v.expect === 'valid' && !v.header.includes('v0') && !v.header.includes(', '))) {
       const t = Number(/t=(\d+)/.exec(c.header)![1]);
-      const header = sign({ secret: c.secrets[c.secrets.length - 1]!, body: Buffer.from(c.body_base64, 'base64'), timestamp: t, scheme: c.scheme });
+      const header = sign({
+        secret: c.secrets[c.secrets.length - 1]!,
+        body: Buffer.from(c.body_base64, 'base64'),
+        timestamp: t,
+        scheme: c.scheme,
+      });
       expect(c.header.endsWith(header.split(',v1=')[1]!)).toBe(true);
     }
   });

@@ -22,10 +22,17 @@ function startCore(decide: (n: number) => Behaviour) {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
-      const verified = verifySignature({ header: req.headers['x-service-signature'], body, secrets: [SECRET], now: Math.floor(Date.now() / 1000), toleranceSeconds: 300 });
+      const verified = verifySignature({
+        header: req.headers['x-service-signature'],
+        body,
+        secrets: [SECRET],
+        now: Math.floor(Date.now() / 1000),
+        toleranceSeconds: 300,
+      });
       const event = JSON.parse(body.toString('utf8')) as { event_id: string; type: string };
       if (!verified.ok) problems.push(`bad signature for ${event.event_id}: ${verified.reason}`);
-      if (req.headers['x-service-event-id'] !== event.event_id || req.headers['x-service-event-type'] !== event.type) problems.push(`headers disagree with body for ${event.event_id}`);
+      if (req.headers['x-service-event-id'] !== event.event_id || req.headers['x-service-event-type'] !== event.type)
+        problems.push(`headers disagree with body for ${event.event_id}`);
       const behaviour = decide(outcomes.length);
       outcomes.push(behaviour);
       switch (behaviour) {
@@ -43,22 +50,24 @@ function startCore(decide: (n: number) => Behaviour) {
       }
     });
   });
-  return new Promise<{ url: string; received: Map<string, number>; outcomes: Behaviour[]; problems: string[]; close(): Promise<void> }>((resolve) => {
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      resolve({
-        url: `http://127.0.0.1:${port}/postroom-events`,
-        received,
-        outcomes,
-        problems,
-        close: () =>
-          new Promise<void>((r) => {
-            server.closeAllConnections();
-            server.close(() => r());
-          }),
+  return new Promise<{ url: string; received: Map<string, number>; outcomes: Behaviour[]; problems: string[]; close(): Promise<void> }>(
+    (resolve) => {
+      server.listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as AddressInfo;
+        resolve({
+          url: `http://127.0.0.1:${port}/postroom-events`,
+          received,
+          outcomes,
+          problems,
+          close: () =>
+            new Promise<void>((r) => {
+              server.closeAllConnections();
+              server.close(() => r());
+            }),
+        });
       });
-    });
-  });
+    },
+  );
 }
 
 describe('forwarder to a core that fails sometimes', () => {
@@ -85,18 +94,36 @@ describe('forwarder to a core that fails sometimes', () => {
 
   /** `workerRetryMs`: the worker's backoff after a failed attempt (long by default, so a drain runs each event once). */
   function forwardTo(url: string, options: { attempts?: number; timeoutMs?: number; workerRetryMs?: number } = {}): Postroom {
-    forwarder = createForwarder({ url, secret: SECRET, timeoutMs: options.timeoutMs ?? 300, attempts: options.attempts ?? 3, retryBackoff: { baseMs: 5, maxMs: 20 } });
+    forwarder = createForwarder({
+      url,
+      secret: SECRET,
+      timeoutMs: options.timeoutMs ?? 300,
+      attempts: options.attempts ?? 3,
+      retryBackoff: { baseMs: 5, maxMs: 20 },
+    });
     const retry = options.workerRetryMs ?? 600_000;
-    postroom = createPostroom({ db: store.db, worker: { batchSize: 20, concurrency: 2, pollIntervalMs: 20, retryBackoff: { baseMs: retry, maxMs: retry }, maxAttempts: 50 } });
+    postroom = createPostroom({
+      db: store.db,
+      worker: { batchSize: 20, concurrency: 2, pollIntervalMs: 20, retryBackoff: { baseMs: retry, maxMs: retry }, maxAttempts: 50 },
+    });
     postroom.onEvery(forwarder.handler);
     return postroom;
   }
 
   it('delivers every verified event, signed, to a core that fails, hangs and resets at random; failures take the retry path', async () => {
-    const pattern = fc.sample(fc.constantFrom<Behaviour>('ok', 'ok', 'ok', '503', '500', 'hang', 'reset', '400'), { numRuns: 500, seed: 3 });
+    const pattern = fc.sample(fc.constantFrom<Behaviour>('ok', 'ok', 'ok', '503', '500', 'hang', 'reset', '400'), {
+      numRuns: 500,
+      seed: 3,
+    });
     core = await startCore((n) => (n < pattern.length ? pattern[n]! : 'ok'));
     const events = [
-      ...Array.from({ length: 60 }, (_, i) => envelope('participant.acted', { correspondence_id: `cor_${i % 7}`, participant_id: 'p', act: 'read', ref: 'r' }, new Date(Date.UTC(2026, 0, 1, 0, 0, i)))),
+      ...Array.from({ length: 60 }, (_, i) =>
+        envelope(
+          'participant.acted',
+          { correspondence_id: `cor_${i % 7}`, participant_id: 'p', act: 'read', ref: 'r' },
+          new Date(Date.UTC(2026, 0, 1, 0, 0, i)),
+        ),
+      ),
       envelope('wallet.debited', { amount: 100, currency: 'NGN' }),
       envelope('correspondence.reminded', { correspondence_id: 'cor_1', note: 'a type postroom does not know yet' }),
     ];
@@ -112,13 +139,18 @@ describe('forwarder to a core that fails sometimes', () => {
     expect(retried.rows[0]!.n).toBeGreaterThan(0);
   });
 
-  it('retries 5xx at once up to its attempts, then fails the event with the core\'s answer', async () => {
+  it("retries 5xx at once up to its attempts, then fails the event with the core's answer", async () => {
     core = await startCore(() => '503');
     const e = envelope('correspondence.sealed', { correspondence_id: 'cor_x' });
     await insertEnvelopes(store.db, [e]);
     await forwardTo(core.url, { attempts: 3 }).drain();
     expect(core.outcomes).toEqual(['503', '503', '503']);
-    expect(await inboxRow(store.db, e.event_id)).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/^forward_failed: forwarding to http:\/\/127\.0\.0\.1:\d+\/postroom-events failed: HTTP 503: core says 503/) });
+    expect(await inboxRow(store.db, e.event_id)).toMatchObject({
+      status: 'failed',
+      last_error: expect.stringMatching(
+        /^forward_failed: forwarding to http:\/\/127\.0\.0\.1:\d+\/postroom-events failed: HTTP 503: core says 503/,
+      ),
+    });
   });
 
   it('does not hammer a core that refuses the event (4xx): one request per attempt', async () => {

@@ -30,15 +30,25 @@ describe.each(kinds)('postroom as a library in your own app (%s)', (kind) => {
 
     const event = makeEvent();
     const body = JSON.stringify(event);
-    const res = await request(app).post('/integrations/cds/webhooks').set('content-type', 'application/json').set('x-service-signature', sign({ secret: SECRET, body })).send(body);
+    const res = await request(app)
+      .post('/integrations/cds/webhooks')
+      .set('content-type', 'application/json')
+      .set('x-service-signature', sign({ secret: SECRET, body }))
+      .send(body);
     expect(res.status).toBe(200);
     await postroom.drain();
     expect(acts).toEqual(['approved']);
     expect(await countByStatus(store.db)).toMatchObject({ processed: 1 });
-    expect(await postroom.projection.get('cor_1')).toMatchObject({ participants: [{ participant_id: 'par_1', state: 'delivered', last_act: 'approved' }] });
-    expect(await postroom.projection.compare({ correspondence_id: 'cor_1', status: 'live', participants: [{ participant_id: 'par_1', state: 'delivered' }] })).toEqual([
-      { kind: 'field', correspondenceId: 'cor_1', field: 'status', projection: null, service: 'live' },
-    ]);
+    expect(await postroom.projection.get('cor_1')).toMatchObject({
+      participants: [{ participant_id: 'par_1', state: 'delivered', last_act: 'approved' }],
+    });
+    expect(
+      await postroom.projection.compare({
+        correspondence_id: 'cor_1',
+        status: 'live',
+        participants: [{ participant_id: 'par_1', state: 'delivered' }],
+      }),
+    ).toEqual([{ kind: 'field', correspondenceId: 'cor_1', field: 'status', projection: null, service: 'live' }]);
     await postroom.stop(1000);
   });
 
@@ -50,13 +60,50 @@ describe.each(kinds)('postroom as a library in your own app (%s)', (kind) => {
 
 describe('package exports', () => {
   it('exports one path to each capability: createPostroom, constructEvent, signing, the store, the client, the reconciler, the errors', () => {
-    for (const name of ['createPostroom', 'constructEvent', 'WebhookVerificationError', 'EventError', 'createForwarder', 'sign', 'captureRawBody', 'staticSecrets', 'PostroomError', 'ConfigError', 'EVENT_CATALOGUE', 'migrate', 'createPgDb', 'createPgliteDb', 'replayEvent', 'createApiClient', 'createReconciler', 'recordSentCorrespondence']) {
+    for (const name of [
+      'createPostroom',
+      'constructEvent',
+      'WebhookVerificationError',
+      'EventError',
+      'createForwarder',
+      'sign',
+      'captureRawBody',
+      'staticSecrets',
+      'PostroomError',
+      'ConfigError',
+      'EVENT_CATALOGUE',
+      'migrate',
+      'createPgDb',
+      'createPgliteDb',
+      'replayEvent',
+      'createApiClient',
+      'createReconciler',
+      'recordSentCorrespondence',
+    ]) {
       expect(api).toHaveProperty(name);
     }
   });
 
   it('keeps the lower-level pieces internal (each has a public path above) and the sandbox on its own entry point', () => {
-    for (const name of ['createWorker', 'createHandlerRegistry', 'createIngressRouter', 'createIngressCore', 'createInboxWriter', 'verifySignature', 'parseSignatureHeader', 'getProjectedCorrespondence', 'listOpenCorrespondenceIds', 'compareWithService', 'sentLedger', 'validateEvent', 'createApiClientFromConfig', 'workerOptionsFromConfig', 'createSandbox', 'startSandbox', 'startTraffic']) {
+    for (const name of [
+      'createWorker',
+      'createHandlerRegistry',
+      'createIngressRouter',
+      'createIngressCore',
+      'createInboxWriter',
+      'verifySignature',
+      'parseSignatureHeader',
+      'getProjectedCorrespondence',
+      'listOpenCorrespondenceIds',
+      'compareWithService',
+      'sentLedger',
+      'validateEvent',
+      'createApiClientFromConfig',
+      'workerOptionsFromConfig',
+      'createSandbox',
+      'startSandbox',
+      'startTraffic',
+    ]) {
       expect(api).not.toHaveProperty(name);
     }
   });

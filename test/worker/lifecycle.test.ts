@@ -9,7 +9,14 @@ const kinds = await availableStoreKinds();
 
 const OPTIONS: Partial<WorkerOptions> = { concurrency: 1, batchSize: 10, pollIntervalMs: 20, listen: false };
 
-const three = () => ['cor_1', 'cor_2', 'cor_3'].map((cid, i) => envelope('participant.acted', { correspondence_id: cid, participant_id: 'p', act: 'read', ref: 'r' }, new Date(Date.UTC(2026, 0, 1, 0, 0, i))));
+const three = () =>
+  ['cor_1', 'cor_2', 'cor_3'].map((cid, i) =>
+    envelope(
+      'participant.acted',
+      { correspondence_id: cid, participant_id: 'p', act: 'read', ref: 'r' },
+      new Date(Date.UTC(2026, 0, 1, 0, 0, i)),
+    ),
+  );
 
 /** A gate a handler waits on; the test opens it. */
 function gate() {
@@ -61,7 +68,8 @@ describe.each(kinds)('worker lifecycle (%s)', (kind) => {
     g.open();
     await stopped;
     expect(await inboxRow(store.db, a!.event_id)).toMatchObject({ status: 'processed', attempts: 1 });
-    for (const e of [b!, c!]) expect(await inboxRow(store.db, e.event_id)).toMatchObject({ status: 'received', attempts: 0, locked_by: null });
+    for (const e of [b!, c!])
+      expect(await inboxRow(store.db, e.event_id)).toMatchObject({ status: 'received', attempts: 0, locked_by: null });
     expect((await store.db.query<{ event_id: string }>('SELECT event_id FROM effects')).rows).toEqual([{ event_id: a!.event_id }]);
   });
 
@@ -81,7 +89,8 @@ describe.each(kinds)('worker lifecycle (%s)', (kind) => {
     await g.reached;
     await postroom.stop(300);
     expect(aborted).toBe(true);
-    for (const e of [a!, b!]) expect(await inboxRow(store.db, e.event_id)).toMatchObject({ status: 'received', attempts: 0, locked_by: null });
+    for (const e of [a!, b!])
+      expect(await inboxRow(store.db, e.event_id)).toMatchObject({ status: 'received', attempts: 0, locked_by: null });
     expect((await store.db.query('SELECT count(*)::int AS n FROM effects')).rows[0]).toEqual({ n: 0 });
 
     // Another worker picks everything up.
@@ -103,7 +112,11 @@ describe.each(kinds)('worker lifecycle (%s)', (kind) => {
     await waitFor(async () => (await countByStatus(store.db)).processed === 3, 'reclaimed events processed');
     expect(handled.sort()).toEqual(events.map((e) => e.event_id).sort());
     const row = await inboxRow(store.db, events[0]!.event_id);
-    expect(row).toMatchObject({ status: 'processed', attempts: 2, last_error: expect.stringMatching(/lease expired: worker crashed-worker/) });
+    expect(row).toMatchObject({
+      status: 'processed',
+      attempts: 2,
+      last_error: expect.stringMatching(/lease expired: worker crashed-worker/),
+    });
   });
 
   it('counts a crash as an attempt: an event that keeps killing its worker goes dead', async () => {

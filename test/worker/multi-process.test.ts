@@ -25,7 +25,13 @@ function workload(correspondences: number, perCorrespondence: number): Envelope[
   const out: Envelope[] = [];
   for (let c = 0; c < correspondences; c++) {
     for (let i = 0; i < perCorrespondence; i++) {
-      out.push(envelope('participant.acted', { correspondence_id: `cor_${c}`, participant_id: `p${i % 4}`, act: `act_${i}`, ref: 'r' }, new Date(Date.UTC(2026, 0, 1, 0, 0, i, c))));
+      out.push(
+        envelope(
+          'participant.acted',
+          { correspondence_id: `cor_${c}`, participant_id: `p${i % 4}`, act: `act_${i}`, ref: 'r' },
+          new Date(Date.UTC(2026, 0, 1, 0, 0, i, c)),
+        ),
+      );
     }
   }
   return fc.sample(fc.shuffledSubarray(out, { minLength: out.length }), { seed: 42, numRuns: 1 })[0]!;
@@ -60,10 +66,14 @@ describe.runIf(pg)('several worker processes on one Postgres', () => {
   }
 
   const ready = (p: WorkerProcess, line = 'ready'): Promise<true> =>
-    waitFor(async () => {
-      if (p.child.exitCode !== null) throw new Error(`${p.id} exited early:\n${p.output()}`);
-      return p.output().includes(line);
-    }, `${p.id} to print "${line}"`, 30_000);
+    waitFor(
+      async () => {
+        if (p.child.exitCode !== null) throw new Error(`${p.id} exited early:\n${p.output()}`);
+        return p.output().includes(line);
+      },
+      `${p.id} to print "${line}"`,
+      30_000,
+    );
 
   afterEach(async () => {
     for (const p of processes.splice(0)) {
@@ -113,7 +123,9 @@ describe.runIf(pg)('several worker processes on one Postgres', () => {
     await insertEnvelopes(store, events.slice(0, 1000));
     const victim = startWorker('victim', { LEASE_SECONDS: '2', HANG_AFTER: '120' });
     await ready(victim, 'hanging');
-    const held = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbox WHERE status = 'processing' AND locked_by = 'victim'`);
+    const held = await store.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM inbox WHERE status = 'processing' AND locked_by = 'victim'`,
+    );
     expect(held.rows[0]!.n).toBeGreaterThan(0);
     victim.child.kill('SIGKILL');
     await victim.exited;
@@ -125,7 +137,9 @@ describe.runIf(pg)('several worker processes on one Postgres', () => {
     await waitFor(async () => (await countByStatus(store)).processed === 2000, 'all 2,000 events processed', 50_000, 200);
 
     await expectEveryEffectOnce(store, 2000);
-    const reclaimed = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbox WHERE last_error LIKE 'lease expired: worker victim%'`);
+    const reclaimed = await store.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM inbox WHERE last_error LIKE 'lease expired: worker victim%'`,
+    );
     expect(reclaimed.rows[0]!.n).toBe(held.rows[0]!.n);
   }, 60_000);
 });

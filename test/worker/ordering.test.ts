@@ -7,13 +7,24 @@ import { countByStatus, envelope, inboxRow, insertEnvelopes, waitFor, type Envel
 
 const kinds = await availableStoreKinds();
 
-const OPTIONS: Partial<WorkerOptions> = { pollIntervalMs: 20, batchSize: 3, concurrency: 4, listen: true, retryBackoff: { baseMs: 30, maxMs: 30 } };
+const OPTIONS: Partial<WorkerOptions> = {
+  pollIntervalMs: 20,
+  batchSize: 3,
+  concurrency: 4,
+  listen: true,
+  retryBackoff: { baseMs: 30, maxMs: 30 },
+};
 
 /** `n` acts of one correspondence, one second apart, ids unrelated to their order. */
 function history(cid: string, n: number, seed: number): Envelope[] {
   const ids = fc.sample(fc.uuid(), { numRuns: n, seed });
   return Array.from({ length: n }, (_, i) =>
-    envelope('participant.acted', { correspondence_id: cid, participant_id: `p${i % 3}`, act: `act_${i}`, ref: 'r' }, new Date(Date.UTC(2026, 0, 1, 0, 0, i)), `evt_${ids[i]}`),
+    envelope(
+      'participant.acted',
+      { correspondence_id: cid, participant_id: `p${i % 3}`, act: `act_${i}`, ref: 'r' },
+      new Date(Date.UTC(2026, 0, 1, 0, 0, i)),
+      `evt_${ids[i]}`,
+    ),
   );
 }
 
@@ -39,7 +50,7 @@ describe.each(kinds)('ordering per correspondence (%s)', (kind) => {
     await store?.cleanup();
   });
 
-  it('handles a shuffled arrival of one correspondence\'s events in `at` order, across batches, loops and a retry', async () => {
+  it("handles a shuffled arrival of one correspondence's events in `at` order, across batches, loops and a retry", async () => {
     const events = history('cor_shuffled', 40, 7);
     const arrival = shuffle(events, 11);
     // Arrives in four deliveries (four inserts), each itself out of order.
@@ -63,7 +74,9 @@ describe.each(kinds)('ordering per correspondence (%s)', (kind) => {
 
   it('breaks ties in `at` by event id, in one batch', async () => {
     const at = '2026-01-01T00:00:00.123456Z';
-    const events = ['evt_c', 'evt_a', 'evt_b', 'evt_B'].map((id) => envelope('participant.acted', { correspondence_id: 'cor_tie', participant_id: 'p', act: id, ref: 'r' }, at, id));
+    const events = ['evt_c', 'evt_a', 'evt_b', 'evt_B'].map((id) =>
+      envelope('participant.acted', { correspondence_id: 'cor_tie', participant_id: 'p', act: id, ref: 'r' }, at, id),
+    );
     await insertEnvelopes(store.db, events);
     const handled: string[] = [];
     postroom = createPostroom({ db: store.db, worker: { ...OPTIONS, batchSize: 10 } });
@@ -89,7 +102,10 @@ describe.each(kinds)('ordering per correspondence (%s)', (kind) => {
   it('stops holding after POSTROOM_ORDERING_HOLD_SECONDS, so one poison event cannot block a correspondence forever', async () => {
     const a = history('cor_hold', 3, 3);
     await insertEnvelopes(store.db, a);
-    postroom = createPostroom({ db: store.db, worker: { ...OPTIONS, orderingHoldSeconds: 1, retryBackoff: { baseMs: 600_000, maxMs: 600_000 } } });
+    postroom = createPostroom({
+      db: store.db,
+      worker: { ...OPTIONS, orderingHoldSeconds: 1, retryBackoff: { baseMs: 600_000, maxMs: 600_000 } },
+    });
     const handled: string[] = [];
     postroom.on('participant.acted', (e) => {
       if (e.event_id === a[0]!.event_id) throw new Error('poison');

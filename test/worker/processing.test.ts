@@ -10,7 +10,8 @@ const kinds = await availableStoreKinds();
 
 const FAST: Partial<WorkerOptions> = { pollIntervalMs: 50, retryBackoff: { baseMs: 60_000, maxMs: 60_000 }, maxAttempts: 3, listen: false };
 
-const acted = (cid: string, pid: string, act: string, at: string) => envelope('participant.acted', { correspondence_id: cid, participant_id: pid, act, ref: `ref-${pid}` }, at);
+const acted = (cid: string, pid: string, act: string, at: string) =>
+  envelope('participant.acted', { correspondence_id: cid, participant_id: pid, act, ref: `ref-${pid}` }, at);
 
 describe.each(kinds)('worker processing (%s)', (kind) => {
   let store: TestStore;
@@ -39,7 +40,11 @@ describe.each(kinds)('worker processing (%s)', (kind) => {
       seen.push({ id: event.event_id, attempt: ctx.attempt, source: ctx.source });
       await ctx.tx.query(EFFECT_SQL, [event.event_id, event.data.correspondence_id, 0]);
     });
-    const events = [acted('cor_1', 'p1', 'delivered', '2026-01-01T00:00:01Z'), acted('cor_1', 'p1', 'read', '2026-01-01T00:00:02Z'), acted('cor_2', 'p9', 'approved', '2026-01-01T00:00:03Z')];
+    const events = [
+      acted('cor_1', 'p1', 'delivered', '2026-01-01T00:00:01Z'),
+      acted('cor_1', 'p1', 'read', '2026-01-01T00:00:02Z'),
+      acted('cor_2', 'p9', 'approved', '2026-01-01T00:00:03Z'),
+    ];
     await insertEnvelopes(store.db, events);
 
     const result = await postroom.drain();
@@ -48,7 +53,9 @@ describe.each(kinds)('worker processing (%s)', (kind) => {
     expect((await store.db.query('SELECT count(*)::int AS n FROM effects')).rows[0]).toEqual({ n: 3 });
     const row = await inboxRow(store.db, events[0]!.event_id);
     expect(row).toMatchObject({ status: 'processed', attempts: 1, locked_by: null });
-    expect((await getProjectedCorrespondence(store.db, 'cor_1'))?.participants).toMatchObject([{ participant_id: 'p1', state: 'delivered', last_act: 'read' }]);
+    expect((await getProjectedCorrespondence(store.db, 'cor_1'))?.participants).toMatchObject([
+      { participant_id: 'p1', state: 'delivered', last_act: 'read' },
+    ]);
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/postroom_events_processed_total\{event_type="participant.acted",status="processed"\} 3/);
     expect(text).toMatch(/postroom_handler_duration_seconds_count\{event_type="participant.acted"\} 3/);
@@ -85,7 +92,7 @@ describe.each(kinds)('worker processing (%s)', (kind) => {
     expect(handled).toEqual([good.event_id]);
   });
 
-  it('rolls back a failing handler\'s writes, keeps the error and retries with backoff; the projection follows the event anyway', async () => {
+  it("rolls back a failing handler's writes, keeps the error and retries with backoff; the projection follows the event anyway", async () => {
     const metrics = createMetrics({ defaultMetrics: false });
     postroom = createPostroom({ db: store.db, metrics, worker: FAST });
     let fail = true;
@@ -99,10 +106,18 @@ describe.each(kinds)('worker processing (%s)', (kind) => {
 
     const row = await inboxRow(store.db, e.event_id);
     expect(row).toMatchObject({ status: 'failed', attempts: 1, last_error: 'core system unavailable', locked_by: null });
-    const wait = (await store.db.query<{ s: number }>('SELECT extract(epoch FROM next_attempt_at - now())::float8 AS s FROM inbox WHERE event_id = $1', [e.event_id])).rows[0]!.s;
+    const wait = (
+      await store.db.query<{ s: number }>(
+        'SELECT extract(epoch FROM next_attempt_at - now())::float8 AS s FROM inbox WHERE event_id = $1',
+        [e.event_id],
+      )
+    ).rows[0]!.s;
     expect(wait).toBeGreaterThan(20);
     expect((await store.db.query('SELECT count(*)::int AS n FROM effects')).rows[0]).toEqual({ n: 0 });
-    expect((await getProjectedCorrespondence(store.db, 'cor_f'))?.participants[0]).toMatchObject({ state: 'delivered', last_act: 'signed' });
+    expect((await getProjectedCorrespondence(store.db, 'cor_f'))?.participants[0]).toMatchObject({
+      state: 'delivered',
+      last_act: 'signed',
+    });
     // Not due yet: draining does nothing.
     expect((await postroom.drain()).batches).toBe(0);
 
@@ -134,10 +149,18 @@ describe.each(kinds)('worker processing (%s)', (kind) => {
     await insertEnvelopes(store.db, [swallow, hang, fine]);
     const result = await postroom.drain();
     expect(result.by_status).toEqual({ failed: 2, processed: 1 });
-    expect(await inboxRow(store.db, swallow.event_id)).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/handler_left_tx_aborted/) });
-    expect(await inboxRow(store.db, hang.event_id)).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/handler_timeout/) });
+    expect(await inboxRow(store.db, swallow.event_id)).toMatchObject({
+      status: 'failed',
+      last_error: expect.stringMatching(/handler_left_tx_aborted/),
+    });
+    expect(await inboxRow(store.db, hang.event_id)).toMatchObject({
+      status: 'failed',
+      last_error: expect.stringMatching(/handler_timeout/),
+    });
     expect(await lateWrite).toMatch(/after the handler finished/);
-    expect((await store.db.query<{ event_id: string }>('SELECT event_id FROM effects')).rows.map((r) => r.event_id)).toEqual([fine.event_id]);
+    expect((await store.db.query<{ event_id: string }>('SELECT event_id FROM effects')).rows.map((r) => r.event_id)).toEqual([
+      fine.event_id,
+    ]);
   });
 
   it('goes dead after the maximum attempts with its last error, and releases nothing it should not', async () => {
@@ -175,11 +198,18 @@ describe.each(kinds)('worker processing (%s)', (kind) => {
     try {
       postroom = createPostroom({ db: store.db, worker: FAST });
       postroom.on('participant.acted', async (event, ctx) => void (await ctx.tx.query(EFFECT_SQL, [event.event_id, null, 0])));
-      const events = [acted('cor_ok1', 'p', 'read', '2026-01-01T00:00:01Z'), acted('cor_boom', 'p', 'read', '2026-01-01T00:00:02Z'), acted('cor_ok2', 'p', 'read', '2026-01-01T00:00:03Z')];
+      const events = [
+        acted('cor_ok1', 'p', 'read', '2026-01-01T00:00:01Z'),
+        acted('cor_boom', 'p', 'read', '2026-01-01T00:00:02Z'),
+        acted('cor_ok2', 'p', 'read', '2026-01-01T00:00:03Z'),
+      ];
       await insertEnvelopes(store.db, events);
       const result = await postroom.drain();
       expect(result.by_status).toEqual({ processed: 2, failed: 1 });
-      expect(await inboxRow(store.db, events[1]!.event_id)).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/projection refused cor_boom/) });
+      expect(await inboxRow(store.db, events[1]!.event_id)).toMatchObject({
+        status: 'failed',
+        last_error: expect.stringMatching(/projection refused cor_boom/),
+      });
       expect((await store.db.query('SELECT count(*)::int AS n FROM effects')).rows[0]).toEqual({ n: 2 });
     } finally {
       await store.db.exec('DROP TRIGGER refuse_cor_boom ON correspondence_projection');

@@ -80,21 +80,46 @@ describe.each(kinds)('poison events and replay (%s)', (kind) => {
     await insertInboxBatch(store.db, [
       { ...toRow(nowValid), status: 'quarantined', lastError: 'old catalogue' },
       { ...toRow(stillBad), status: 'quarantined', lastError: 'missing act' },
-      { ...toRow(unparsed), status: 'quarantined', payloadJson: null, type: 'unknown', occurredAt: null, correspondenceId: null, lastError: 'parser bug' },
+      {
+        ...toRow(unparsed),
+        status: 'quarantined',
+        payloadJson: null,
+        type: 'unknown',
+        occurredAt: null,
+        correspondenceId: null,
+        lastError: 'parser bug',
+      },
     ]);
 
-    expect(await replayMatching(store.db, { status: 'dead', type: 'participant.acted' }, { dryRun: true })).toMatchObject({ matched: 2, replayed: 0, dry_run: true });
+    expect(await replayMatching(store.db, { status: 'dead', type: 'participant.acted' }, { dryRun: true })).toMatchObject({
+      matched: 2,
+      replayed: 0,
+      dry_run: true,
+    });
     expect(await countByStatus(store.db)).toMatchObject({ dead: 3 });
     broken = false;
     const progress: number[] = [];
-    expect(await replayMatching(store.db, { status: 'dead', type: 'participant.acted' }, { onProgress: (done) => progress.push(done) })).toMatchObject({ matched: 2, replayed: 2 });
+    expect(
+      await replayMatching(store.db, { status: 'dead', type: 'participant.acted' }, { onProgress: (done) => progress.push(done) }),
+    ).toMatchObject({ matched: 2, replayed: 2 });
     expect(progress.at(-1)).toBe(2);
     expect((await inboxRow(store.db, wallet.event_id)).status).toBe('dead');
 
     const q = await replayMatching(store.db, { status: 'quarantined' });
-    expect(q).toMatchObject({ matched: 3, replayed: 2, still_invalid: 1, invalid_examples: [{ event_id: stillBad.event_id, reason: expect.stringMatching(/act/) }] });
-    expect(await inboxRow(store.db, stillBad.event_id)).toMatchObject({ status: 'quarantined', last_error: expect.stringMatching(/^still invalid on replay/) });
-    const reparsed = await store.db.query<{ type: string; correspondence_id: string; payload: unknown }>('SELECT type, correspondence_id, payload FROM inbox WHERE event_id = $1', [unparsed.event_id]);
+    expect(q).toMatchObject({
+      matched: 3,
+      replayed: 2,
+      still_invalid: 1,
+      invalid_examples: [{ event_id: stillBad.event_id, reason: expect.stringMatching(/act/) }],
+    });
+    expect(await inboxRow(store.db, stillBad.event_id)).toMatchObject({
+      status: 'quarantined',
+      last_error: expect.stringMatching(/^still invalid on replay/),
+    });
+    const reparsed = await store.db.query<{ type: string; correspondence_id: string; payload: unknown }>(
+      'SELECT type, correspondence_id, payload FROM inbox WHERE event_id = $1',
+      [unparsed.event_id],
+    );
     expect(reparsed.rows[0]).toEqual({ type: 'participant.acted', correspondence_id: 'cor_5', payload: unparsed });
 
     await postroom.drain();
@@ -104,7 +129,10 @@ describe.each(kinds)('poison events and replay (%s)', (kind) => {
   it('refuses to replay what is queued, running or pruned', async () => {
     const e = acted('cor_r', 'read');
     await insertEnvelopes(store.db, [e]);
-    await expect(replayEvent(store.db, e.event_id)).rejects.toMatchObject({ code: 'replay_refused', message: expect.stringMatching(/already waiting/) });
+    await expect(replayEvent(store.db, e.event_id)).rejects.toMatchObject({
+      code: 'replay_refused',
+      message: expect.stringMatching(/already waiting/),
+    });
     await expect(replayEvent(store.db, 'evt_nope')).rejects.toMatchObject({ code: 'not_found' });
     await postroom.drain();
     await store.db.query(`UPDATE inbox SET payload = NULL, raw_body = NULL, pruned_at = now() WHERE event_id = $1`, [e.event_id]);
@@ -136,7 +164,12 @@ describe.runIf(pgUrl)('inbox and correspondence CLI (postgres)', () => {
     await store.db.query(`UPDATE inbox SET status = 'dead' WHERE type = 'webhook.test'`);
     const json = await runCli(['inbox', 'stats', '--json'], env);
     expect(json.code).toBe(0);
-    const stats = JSON.parse(json.stdout) as { by_status: Record<string, number>; by_type: Record<string, Record<string, number>>; total: number; oldest_unprocessed: { event_id: string; age_seconds: number } };
+    const stats = JSON.parse(json.stdout) as {
+      by_status: Record<string, number>;
+      by_type: Record<string, Record<string, number>>;
+      total: number;
+      oldest_unprocessed: { event_id: string; age_seconds: number };
+    };
     expect(stats.by_status).toEqual({ received: 2, dead: 1 });
     expect(stats.by_type).toEqual({ 'participant.acted': { received: 2 }, 'webhook.test': { dead: 1 } });
     expect(stats.total).toBe(3);
@@ -166,11 +199,26 @@ describe.runIf(pgUrl)('inbox and correspondence CLI (postgres)', () => {
     expect(JSON.parse(many.stdout)).toMatchObject({ matched: 1, replayed: 1 });
     expect(await countByStatus(store.db)).toEqual({ received: 2 });
 
-    expect(await runCli(['inbox', 'replay'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/Give an event id, or --status/) });
-    expect(await runCli(['inbox', 'replay', '--status', 'processed'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/'--status <status>' argument 'processed' is invalid. Allowed choices are dead, quarantined/) });
-    expect(await runCli(['inbox', 'replay', '--status', 'dead', '--since', 'yesterday'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/--since: expected a duration/) });
-    expect(await runCli(['inbox', 'replay', a.event_id, '--status', 'dead'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/not both/) });
-    expect(await runCli(['inbox', 'replay', 'evt_missing'], env)).toMatchObject({ code: 1, stderr: expect.stringMatching(/No event evt_missing/) });
+    expect(await runCli(['inbox', 'replay'], env)).toMatchObject({
+      code: 64,
+      stderr: expect.stringMatching(/Give an event id, or --status/),
+    });
+    expect(await runCli(['inbox', 'replay', '--status', 'processed'], env)).toMatchObject({
+      code: 64,
+      stderr: expect.stringMatching(/'--status <status>' argument 'processed' is invalid. Allowed choices are dead, quarantined/),
+    });
+    expect(await runCli(['inbox', 'replay', '--status', 'dead', '--since', 'yesterday'], env)).toMatchObject({
+      code: 64,
+      stderr: expect.stringMatching(/--since: expected a duration/),
+    });
+    expect(await runCli(['inbox', 'replay', a.event_id, '--status', 'dead'], env)).toMatchObject({
+      code: 64,
+      stderr: expect.stringMatching(/not both/),
+    });
+    expect(await runCli(['inbox', 'replay', 'evt_missing'], env)).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/No event evt_missing/),
+    });
     const help = await runCli(['inbox', 'replay', '--help'], env);
     expect(help.stdout).toMatch(/Examples:/);
   });
@@ -180,11 +228,16 @@ describe.runIf(pgUrl)('inbox and correspondence CLI (postgres)', () => {
     const recent = acted('cor_1', 'signed');
     const failing = acted('cor_1', 'approved');
     await insertEnvelopes(store.db, [old, recent, failing]);
-    await store.db.query(`UPDATE inbox SET status = 'processed', processed_at = now() - interval '40 days' WHERE event_id = $1`, [old.event_id]);
+    await store.db.query(`UPDATE inbox SET status = 'processed', processed_at = now() - interval '40 days' WHERE event_id = $1`, [
+      old.event_id,
+    ]);
     await store.db.query(`UPDATE inbox SET status = 'processed', processed_at = now() WHERE event_id = $1`, [recent.event_id]);
     await store.db.query(`UPDATE inbox SET status = 'dead', processed_at = NULL WHERE event_id = $1`, [failing.event_id]);
 
-    expect(await runCli(['inbox', 'prune', '--older-than', '30d', '--dry-run'], env)).toMatchObject({ code: 0, stdout: expect.stringMatching(/would prune 1 event payload/) });
+    expect(await runCli(['inbox', 'prune', '--older-than', '30d', '--dry-run'], env)).toMatchObject({
+      code: 0,
+      stdout: expect.stringMatching(/would prune 1 event payload/),
+    });
     const run = await runCli(['inbox', 'prune', '--older-than', '30d', '--json'], env);
     expect(JSON.parse(run.stdout)).toEqual({ pruned: 1, dry_run: false });
     const rows = await store.db.query<{ event_id: string; has_payload: boolean; has_raw: boolean; pruned: boolean }>(
@@ -194,14 +247,31 @@ describe.runIf(pgUrl)('inbox and correspondence CLI (postgres)', () => {
     expect(rows.rows.filter((r) => r.pruned)).toHaveLength(1);
     expect(await insertInboxBatch(store.db, [toRow(old)])).toEqual(new Set());
     expect(await runCli(['inbox', 'prune'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/--older-than/) });
-    expect(await runCli(['inbox', 'prune', '--older-than', '30 days'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/--older-than: expected a duration/) });
+    expect(await runCli(['inbox', 'prune', '--older-than', '30 days'], env)).toMatchObject({
+      code: 64,
+      stderr: expect.stringMatching(/--older-than: expected a duration/),
+    });
   });
 
   it('correspondence show: the projection as a table or JSON', async () => {
     const postroom = createPostroom({ db: store.db, worker: { listen: false } });
     await insertEnvelopes(store.db, [
-      envelope('correspondence.created', { correspondence_id: 'cor_show', kind: 'letter', subject: 'Payslip', status: 'live', participants: [{ participant_id: 'par_1', ref: 'emp-42', state: 'pending' }] }, '2026-01-01T00:00:00Z'),
-      envelope('participant.acted', { correspondence_id: 'cor_show', participant_id: 'par_1', act: 'read', ref: 'emp-42' }, '2026-01-01T00:01:00Z'),
+      envelope(
+        'correspondence.created',
+        {
+          correspondence_id: 'cor_show',
+          kind: 'letter',
+          subject: 'Payslip',
+          status: 'live',
+          participants: [{ participant_id: 'par_1', ref: 'emp-42', state: 'pending' }],
+        },
+        '2026-01-01T00:00:00Z',
+      ),
+      envelope(
+        'participant.acted',
+        { correspondence_id: 'cor_show', participant_id: 'par_1', act: 'read', ref: 'emp-42' },
+        '2026-01-01T00:01:00Z',
+      ),
     ]);
     await postroom.drain();
     const text = await runCli(['correspondence', 'show', 'cor_show'], env);
@@ -209,7 +279,14 @@ describe.runIf(pgUrl)('inbox and correspondence CLI (postgres)', () => {
     expect(text.stdout).toMatch(/status\s+live/);
     expect(text.stdout).toMatch(/par_1\s+emp-42\s+delivered\s+read/);
     const json = await runCli(['correspondence', 'show', 'cor_show', '--json'], env);
-    expect(JSON.parse(json.stdout)).toMatchObject({ correspondence_id: 'cor_show', status: 'live', participants: [{ participant_id: 'par_1', state: 'delivered', last_act: 'read' }] });
-    expect(await runCli(['correspondence', 'show', 'cor_nope'], env)).toMatchObject({ code: 1, stderr: expect.stringMatching(/No event has named correspondence cor_nope/) });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      correspondence_id: 'cor_show',
+      status: 'live',
+      participants: [{ participant_id: 'par_1', state: 'delivered', last_act: 'read' }],
+    });
+    expect(await runCli(['correspondence', 'show', 'cor_nope'], env)).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/No event has named correspondence cor_nope/),
+    });
   });
 });

@@ -31,14 +31,23 @@ describe('handler modules (--handlers)', () => {
     const e = envelope('correspondence.sealed', { correspondence_id: 'cor_map' });
     await insertEnvelopes(store.db, [e, envelope('something.new', {})]);
     expect((await postroom.drain()).by_status).toEqual({ processed: 2 });
-    expect((await store.db.query('SELECT correspondence_id FROM effects WHERE event_id = $1', [e.event_id])).rows).toEqual([{ correspondence_id: 'cor_map' }]);
+    expect((await store.db.query('SELECT correspondence_id FROM effects WHERE event_id = $1', [e.event_id])).rows).toEqual([
+      { correspondence_id: 'cor_map' },
+    ]);
   });
 
   it('explains what is wrong with a module it cannot use', async () => {
     const postroom = createPostroom({ db: store.db });
-    await expect(loadHandlerModule('nope/handlers.js', postroom, ROOT)).rejects.toMatchObject({ code: 'config_invalid', message: expect.stringMatching(/--handlers: no file at .*nope\/handlers\.js/) });
-    await expect(loadHandlerModule('test/worker/fixtures/handlers-typo.js', postroom, ROOT)).rejects.toMatchObject({ message: expect.stringMatching(/"participant\.acts" is not an event type/) });
-    await expect(loadHandlerModule('test/worker/fixtures/handlers-no-default.js', postroom, ROOT)).rejects.toMatchObject({ message: expect.stringMatching(/must have a default export/) });
+    await expect(loadHandlerModule('nope/handlers.js', postroom, ROOT)).rejects.toMatchObject({
+      code: 'config_invalid',
+      message: expect.stringMatching(/--handlers: no file at .*nope\/handlers\.js/),
+    });
+    await expect(loadHandlerModule('test/worker/fixtures/handlers-typo.js', postroom, ROOT)).rejects.toMatchObject({
+      message: expect.stringMatching(/"participant\.acts" is not an event type/),
+    });
+    await expect(loadHandlerModule('test/worker/fixtures/handlers-no-default.js', postroom, ROOT)).rejects.toMatchObject({
+      message: expect.stringMatching(/must have a default export/),
+    });
     await expect(loadHandlerModule('test/worker/fixtures/handlers-throws.js', postroom, ROOT)).rejects.toMatchObject({
       code: 'handlers_module_failed',
       message: expect.stringMatching(/could not load .*handlers-throws\.js: cannot reach the secret store/),
@@ -92,10 +101,16 @@ describe.runIf(pg)('postroom serve runs the worker', () => {
       await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc);
       await createEffectsTable(db);
       const events = [makeEvent(), makeEvent({ type: 'campaign.archived', data: { campaign_id: 'c1' } })];
-      for (const e of events) expect((await postEvent(`http://127.0.0.1:${port}/webhooks`, e, { secret: WEBHOOK_SECRET })).status).toBe(200);
+      for (const e of events)
+        expect((await postEvent(`http://127.0.0.1:${port}/webhooks`, e, { secret: WEBHOOK_SECRET })).status).toBe(200);
 
-      await waitFor(async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM effects')).rows[0]!.n === 2 && forwarded.length >= 2, 'effects written and events forwarded');
-      expect((await db.query('SELECT event_id FROM effects ORDER BY event_id')).rows).toEqual(events.map((e) => ({ event_id: e.event_id })).sort((a, b) => (a.event_id < b.event_id ? -1 : 1)));
+      await waitFor(
+        async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM effects')).rows[0]!.n === 2 && forwarded.length >= 2,
+        'effects written and events forwarded',
+      );
+      expect((await db.query('SELECT event_id FROM effects ORDER BY event_id')).rows).toEqual(
+        events.map((e) => ({ event_id: e.event_id })).sort((a, b) => (a.event_id < b.event_id ? -1 : 1)),
+      );
       expect(forwarded.map((f) => f.id).sort()).toEqual(events.map((e) => e.event_id).sort());
       expect(forwarded.every((f) => typeof f.signature === 'string' && /^t=\d+,v1=[0-9a-f]{64}$/.test(f.signature))).toBe(true);
       const statuses = await db.query<{ status: string }>('SELECT DISTINCT status FROM inbox');

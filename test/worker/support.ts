@@ -11,7 +11,12 @@ export interface Envelope {
   data: Record<string, unknown>;
 }
 
-export function envelope(type: string, data: Record<string, unknown>, at: string | Date = new Date(), eventId = `evt_${randomUUID()}`): Envelope {
+export function envelope(
+  type: string,
+  data: Record<string, unknown>,
+  at: string | Date = new Date(),
+  eventId = `evt_${randomUUID()}`,
+): Envelope {
   return { event_id: eventId, type, at: typeof at === 'string' ? at : at.toISOString(), data };
 }
 
@@ -22,7 +27,10 @@ export function toRow(e: Envelope, source: InboxSource = 'webhook'): NewInboxEve
 
 /** Inserts (and notifies) in one statement, as one group-commit flush would. */
 export async function insertEnvelopes(db: Queryable, events: readonly Envelope[]): Promise<void> {
-  await insertInboxBatch(db, events.map((e) => toRow(e)));
+  await insertInboxBatch(
+    db,
+    events.map((e) => toRow(e)),
+  );
 }
 
 export interface InboxRow {
@@ -35,7 +43,10 @@ export interface InboxRow {
 }
 
 export async function inboxRow(db: Queryable, eventId: string): Promise<InboxRow> {
-  const res = await db.query<InboxRow>('SELECT event_id, status, attempts, last_error, next_attempt_at, locked_by FROM inbox WHERE event_id = $1', [eventId]);
+  const res = await db.query<InboxRow>(
+    'SELECT event_id, status, attempts, last_error, next_attempt_at, locked_by FROM inbox WHERE event_id = $1',
+    [eventId],
+  );
   if (!res.rows[0]) throw new Error(`no inbox row ${eventId}`);
   return res.rows[0];
 }

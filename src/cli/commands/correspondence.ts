@@ -15,10 +15,17 @@ export function registerCorrespondenceCommands(program: Command, ctx: CliContext
     .command('show <correspondence_id>')
     .description('Lifecycle status, participants with their state and last act, the send summary and the last event applied.')
     .option('--json', 'print the projection as JSON (field names follow GET /correspondence/{id})')
-    .addHelpText('after', `\nExamples:\n  $ postroom correspondence show cor_01HZX3K9Q7\n  $ postroom correspondence show cor_01HZX3K9Q7 --json | jq '.participants[] | select(.state != "delivered")'`)
+    .addHelpText(
+      'after',
+      `\nExamples:\n  $ postroom correspondence show cor_01HZX3K9Q7\n  $ postroom correspondence show cor_01HZX3K9Q7 --json | jq '.participants[] | select(.state != "delivered")'`,
+    )
     .action(async (id: string, opts: { json?: boolean }) => {
       const c = await getProjectedCorrespondence(await ctx.db(), id);
-      if (!c) throw new PostroomError('not_found', `No event has named correspondence ${id} yet. Check the id, or look for its events with \`postroom inbox list\`.`);
+      if (!c)
+        throw new PostroomError(
+          'not_found',
+          `No event has named correspondence ${id} yet. Check the id, or look for its events with \`postroom inbox list\`.`,
+        );
       if (opts.json) {
         printJson(ctx.io, c);
         return;
@@ -37,6 +44,12 @@ export function registerCorrespondenceCommands(program: Command, ctx: CliContext
       ];
       for (const [k, v] of lines) ctx.io.stdout.write(`${k.padEnd(18)} ${v}\n`);
       ctx.io.stdout.write(`\nparticipants (${c.participants.length})\n`);
-      printTable(ctx.io, c.participants as unknown as Array<Record<string, unknown>>, ['participant_id', 'ref', 'state', 'last_act', 'last_act_at']);
+      printTable(ctx.io, c.participants as unknown as Array<Record<string, unknown>>, [
+        'participant_id',
+        'ref',
+        'state',
+        'last_act',
+        'last_act_at',
+      ]);
     });
 }

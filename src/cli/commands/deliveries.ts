@@ -12,7 +12,10 @@ export function registerDeliveriesCommands(program: Command, ctx: CliContext): C
   const deliveries = program
     .command('deliveries')
     .description("Look at the service's webhook delivery log: what it sent, to which endpoint, and what failed.")
-    .addHelpText('after', `\nExamples:\n  $ postroom deliveries list --status dead\n  $ postroom deliveries list --endpoint ep_123 --limit 20 --json`);
+    .addHelpText(
+      'after',
+      `\nExamples:\n  $ postroom deliveries list --status dead\n  $ postroom deliveries list --endpoint ep_123 --limit 20 --json`,
+    );
 
   deliveries
     .command('list')

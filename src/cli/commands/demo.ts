@@ -24,7 +24,9 @@ import { waitForSignal } from '../signals.js';
 export function registerDemoCommand(program: Command, ctx: CliContext): void {
   program
     .command('demo')
-    .description('Run the whole loop locally: sandbox service, receiver, worker, reconciler and a stream of traffic (what `npm start` runs).')
+    .description(
+      'Run the whole loop locally: sandbox service, receiver, worker, reconciler and a stream of traffic (what `npm start` runs).',
+    )
     .option('--port <n>', 'receiver port', '8080')
     .option('--sandbox-port <n>', 'sandbox port', '8090')
     .option('--rate <n>', 'traffic operations per second (0: no traffic, just the receiver and sandbox)', '5')
@@ -49,16 +51,28 @@ Examples:
       const sandboxPort = parseCount('--sandbox-port', opts.sandboxPort, { min: 1, max: 65535 });
       const rate = parseCount('--rate', opts.rate, { min: 0, max: 1000 });
       const failureEvery = parseCount('--failure-every', opts.failureEvery, { min: 0, max: 1_000_000 });
-      const seed = opts.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : parseCount('--seed', opts.seed, { min: 0, max: 2 ** 31 });
+      const seed =
+        opts.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : parseCount('--seed', opts.seed, { min: 0, max: 2 ** 31 });
       const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel, destination: process.stderr as never });
       const io = ctx.io;
 
       let sandbox: Sandbox;
       try {
         // Short retries so a failure window turns deliveries dead within seconds, as the reconciler then shows.
-        sandbox = await startSandbox({ port: sandboxPort, allowPrivateTargets: true, retrySchedule: [1, 2, 4], attemptTimeoutMs: 3000, seed, logger });
+        sandbox = await startSandbox({
+          port: sandboxPort,
+          allowPrivateTargets: true,
+          retrySchedule: [1, 2, 4],
+          attemptTimeoutMs: 3000,
+          seed,
+          logger,
+        });
       } catch (err) {
-        throw new PostroomError('demo_port', `could not start the sandbox on port ${sandboxPort}: ${(err as Error).message}. Pass --sandbox-port with a free port.`, { cause: err });
+        throw new PostroomError(
+          'demo_port',
+          `could not start the sandbox on port ${sandboxPort}: ${(err as Error).message}. Pass --sandbox-port with a free port.`,
+          { cause: err },
+        );
       }
       const receiverUrl = `http://127.0.0.1:${config.ingress.port}`;
       const client = createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey, logger });
@@ -73,7 +87,10 @@ Examples:
         logger,
         role: 'all',
         secrets: staticSecrets([endpoint.secret, dev.secret]),
-        components: [(deps: ComponentDeps) => workerComponentFactory(deps, { role: 'all', options: {} }), (deps: ComponentDeps) => reconcilerComponentFactory(deps, { role: 'all' })],
+        components: [
+          (deps: ComponentDeps) => workerComponentFactory(deps, { role: 'all', options: {} }),
+          (deps: ComponentDeps) => reconcilerComponentFactory(deps, { role: 'all' }),
+        ],
       }).catch(async (err) => {
         await sandbox.close();
         throw err;
@@ -94,7 +111,8 @@ Examples:
               target: sandbox,
               seed,
               ratePerSecond: rate,
-              failureWindows: failureEvery > 0 ? { everyOperations: failureEvery, durationMs: 12_000, endpointId: endpoint.endpoint_id } : false,
+              failureWindows:
+                failureEvery > 0 ? { everyOperations: failureEvery, durationMs: 12_000, endpointId: endpoint.endpoint_id } : false,
               onCorrespondenceCreated: (id) => sentLedger(server.db)({ correspondence_id: id }),
               logger,
             })
@@ -102,10 +120,17 @@ Examples:
 
       const line = async (): Promise<string> => {
         const s = sandbox.control.stats();
-        const inbox = await server.db.query<{ status: string; source: string; n: number }>('SELECT status, source, count(*)::int AS n FROM inbox GROUP BY status, source');
-        const gaps = await server.db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM reconcile_gaps GROUP BY status');
-        const runs = await server.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM reconcile_runs WHERE outcome IN ('clean', 'gaps_open')`);
-        const sum = (f: (r: { status: string; source: string; n: number }) => boolean): number => inbox.rows.filter(f).reduce((a, r) => a + r.n, 0);
+        const inbox = await server.db.query<{ status: string; source: string; n: number }>(
+          'SELECT status, source, count(*)::int AS n FROM inbox GROUP BY status, source',
+        );
+        const gaps = await server.db.query<{ status: string; n: number }>(
+          'SELECT status, count(*)::int AS n FROM reconcile_gaps GROUP BY status',
+        );
+        const runs = await server.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM reconcile_runs WHERE outcome IN ('clean', 'gaps_open')`,
+        );
+        const sum = (f: (r: { status: string; source: string; n: number }) => boolean): number =>
+          inbox.rows.filter(f).reduce((a, r) => a + r.n, 0);
         const gap = (st: string): number => gaps.rows.find((g) => g.status === st)?.n ?? 0;
         return (
           `sent ${s.events} events | delivered ${s.deliveries.delivered}, dead ${s.deliveries.dead}` +

@@ -17,12 +17,32 @@ export const ENDPOINT_ID_PLACEHOLDER = '{endpoint_id}';
 
 /** `--events a,b --events c` → [a, b, c], each checked; unknown but well-formed names only warn (the catalogue grows). */
 export function parseEvents(ctx: CliContext, raw: readonly string[]): string[] {
-  const events = [...new Set(raw.flatMap((r) => r.split(',')).map((s) => s.trim()).filter((s) => s !== ''))];
-  if (events.length === 0) throw new PostroomError('invalid_flag', `--events: expected one or more event types, e.g. --events participant.acted,correspondence.sealed (known: ${SUBSCRIBABLE_EVENTS.join(', ')})`);
+  const events = [
+    ...new Set(
+      raw
+        .flatMap((r) => r.split(','))
+        .map((s) => s.trim())
+        .filter((s) => s !== ''),
+    ),
+  ];
+  if (events.length === 0)
+    throw new PostroomError(
+      'invalid_flag',
+      `--events: expected one or more event types, e.g. --events participant.acted,correspondence.sealed (known: ${SUBSCRIBABLE_EVENTS.join(', ')})`,
+    );
   for (const e of events) {
-    if (e === 'webhook.test') throw new PostroomError('invalid_flag', '--events: webhook.test cannot be subscribed to; every endpoint receives it from `postroom endpoints test`');
-    if (!EVENT_NAME.test(e)) throw new PostroomError('invalid_flag', `--events: "${e.slice(0, 60)}" is not an event type; expected names like ${SUBSCRIBABLE_EVENTS.slice(0, 3).join(', ')} (known: ${SUBSCRIBABLE_EVENTS.join(', ')})`);
-    if (!EVENT_TYPE_LABELS.has(e)) ctx.io.stderr.write(`warning: --events: ${e} is not in the spec's event catalogue; subscribing anyway\n`);
+    if (e === 'webhook.test')
+      throw new PostroomError(
+        'invalid_flag',
+        '--events: webhook.test cannot be subscribed to; every endpoint receives it from `postroom endpoints test`',
+      );
+    if (!EVENT_NAME.test(e))
+      throw new PostroomError(
+        'invalid_flag',
+        `--events: "${e.slice(0, 60)}" is not an event type; expected names like ${SUBSCRIBABLE_EVENTS.slice(0, 3).join(', ')} (known: ${SUBSCRIBABLE_EVENTS.join(', ')})`,
+      );
+    if (!EVENT_TYPE_LABELS.has(e))
+      ctx.io.stderr.write(`warning: --events: ${e} is not in the spec's event catalogue; subscribing anyway\n`);
   }
   return events;
 }
@@ -32,13 +52,20 @@ export function parseUrl(flag: string, raw: string): string {
   try {
     url = new URL(raw.replace(ENDPOINT_ID_PLACEHOLDER, 'placeholder'));
   } catch {
-    throw new PostroomError('invalid_flag', `${flag}: expected an absolute https URL such as https://hooks.example.com/webhooks/${ENDPOINT_ID_PLACEHOLDER}, got "${raw.slice(0, 80)}"`);
+    throw new PostroomError(
+      'invalid_flag',
+      `${flag}: expected an absolute https URL such as https://hooks.example.com/webhooks/${ENDPOINT_ID_PLACEHOLDER}, got "${raw.slice(0, 80)}"`,
+    );
   }
   // postroom registers https only; plain http is let through for loopback alone, where a local sandbox delivers.
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url.hostname))) {
-    throw new PostroomError('invalid_flag', `${flag}: expected an https URL (plain http only for 127.0.0.1 or localhost, for a local sandbox), got ${url.protocol}//${url.hostname}`);
+    throw new PostroomError(
+      'invalid_flag',
+      `${flag}: expected an https URL (plain http only for 127.0.0.1 or localhost, for a local sandbox), got ${url.protocol}//${url.hostname}`,
+    );
   }
-  if (url.username || url.password) throw new PostroomError('invalid_flag', `${flag}: the URL must not carry credentials (the service refuses it)`);
+  if (url.username || url.password)
+    throw new PostroomError('invalid_flag', `${flag}: the URL must not carry credentials (the service refuses it)`);
   return raw;
 }
 
@@ -154,7 +181,11 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
     )
     .action(async (opts: { url: string; events?: string[]; showSecret?: boolean; yes?: boolean; json?: boolean }) => {
       const url = parseUrl('--url', opts.url);
-      if (!opts.events) throw new PostroomError('invalid_flag', `--events is required: an endpoint created without events subscribes to nothing (known: ${SUBSCRIBABLE_EVENTS.join(', ')})`);
+      if (!opts.events)
+        throw new PostroomError(
+          'invalid_flag',
+          `--events is required: an endpoint created without events subscribes to nothing (known: ${SUBSCRIBABLE_EVENTS.join(', ')})`,
+        );
       const events = parseEvents(ctx, opts.events);
       const store = await secretStoreFor(ctx, { showSecret: opts.showSecret, command: 'endpoints create' });
       if (store && isPlainWebhooksUrl(url)) {
@@ -166,7 +197,9 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
               `and every delivery would be refused. Use --url ${fixed} (deliveries then verify with this endpoint's own stored secret). Nothing was sent to the service.`,
           );
         }
-        ctx.io.stderr.write(`warning: ${url} verifies with POSTROOM_WEBHOOK_SECRETS only: put the secret printed below there, or use --url ${fixed}\n`);
+        ctx.io.stderr.write(
+          `warning: ${url} verifies with POSTROOM_WEBHOOK_SECRETS only: put the secret printed below there, or use --url ${fixed}\n`,
+        );
       }
       const client = apiClientFor(ctx);
       try {
@@ -195,12 +228,21 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
                 { cause: err },
               );
             }
-            ctx.io.stderr.write(`warning: the signing secret could not be stored (${describeError(err)}); it is printed below as asked with --show-secret\n`);
+            ctx.io.stderr.write(
+              `warning: the signing secret could not be stored (${describeError(err)}); it is printed below as asked with --show-secret\n`,
+            );
             ctx.exitCode = 1;
           }
         } else {
           await bestEffort(ctx, 'recording the endpoint locally', async () =>
-            recordEndpoint(await ctx.db(), { endpoint_id: created.endpoint_id, url: finalUrl, events: created.events, active: created.active, plane: client.plane, created_at: created.created_at }),
+            recordEndpoint(await ctx.db(), {
+              endpoint_id: created.endpoint_id,
+              url: finalUrl,
+              events: created.events,
+              active: created.active,
+              plane: client.plane,
+              created_at: created.created_at,
+            }),
           );
         }
 
@@ -222,7 +264,9 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
           printJson(ctx.io, { ...endpoint, secret_stored: stored, ...(opts.showSecret ? { secret: created.secret } : {}) });
           return;
         }
-        ctx.io.stdout.write(`created ${endpoint.endpoint_id}\n  url     ${endpoint.url}\n  events  ${(endpoint.events ?? []).join(', ')}\n`);
+        ctx.io.stdout.write(
+          `created ${endpoint.endpoint_id}\n  url     ${endpoint.url}\n  events  ${(endpoint.events ?? []).join(', ')}\n`,
+        );
         ctx.io.stdout.write(stored ? `  secret  stored encrypted in postroom's database (never printed; --show-secret to see it)\n` : '');
         if (opts.showSecret) ctx.io.stdout.write(`  secret  ${created.secret}\n`);
       } finally {
@@ -237,9 +281,13 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
     .option('--events <types...>', 'replace the subscribed event types (comma- or space-separated)')
     .option('--yes', 'confirm a write on the live plane without a prompt')
     .option('--json', 'print the updated endpoint as JSON')
-    .addHelpText('after', `\nExamples:\n  $ postroom endpoints update ep_123 --events participant.acted,claim.claimed\n  $ postroom endpoints update ep_123 --url https://hooks.example.com/webhooks/ep_123`)
+    .addHelpText(
+      'after',
+      `\nExamples:\n  $ postroom endpoints update ep_123 --events participant.acted,claim.claimed\n  $ postroom endpoints update ep_123 --url https://hooks.example.com/webhooks/ep_123`,
+    )
     .action(async (endpointId: string, opts: { url?: string; events?: string[]; yes?: boolean; json?: boolean }) => {
-      if (opts.url === undefined && opts.events === undefined) throw new PostroomError('invalid_flag', 'nothing to change: give --url and/or --events');
+      if (opts.url === undefined && opts.events === undefined)
+        throw new PostroomError('invalid_flag', 'nothing to change: give --url and/or --events');
       const patch = {
         ...(opts.url !== undefined ? { url: parseUrl('--url', opts.url) } : {}),
         ...(opts.events !== undefined ? { events: parseEvents(ctx, opts.events) } : {}),
@@ -260,7 +308,10 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
         const updated = await client.webhookEndpoints.update(endpointId, patch);
         await bestEffort(ctx, 'updating the local endpoint record', async () => updateKnownEndpoint(await ctx.db(), endpointId, patch));
         if (opts.json) printJson(ctx.io, updated ?? { endpoint_id: endpointId, ...patch });
-        else ctx.io.stdout.write(`updated ${endpointId}${patch.url ? `\n  url     ${patch.url}` : ''}${patch.events ? `\n  events  ${patch.events.join(', ')}` : ''}\n`);
+        else
+          ctx.io.stdout.write(
+            `updated ${endpointId}${patch.url ? `\n  url     ${patch.url}` : ''}${patch.events ? `\n  events  ${patch.events.join(', ')}` : ''}\n`,
+          );
       } finally {
         await client.close();
       }
@@ -299,7 +350,8 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
         await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `send a test event to webhook endpoint ${endpointId}` });
         const answer = await client.webhookEndpoints.test(endpointId);
         if (opts.json) printJson(ctx.io, { endpoint_id: endpointId, sent: true, response: answer ?? null });
-        else ctx.io.stdout.write(`test event requested for ${endpointId}; it should appear in \`postroom inbox list --type webhook.test\`\n`);
+        else
+          ctx.io.stdout.write(`test event requested for ${endpointId}; it should appear in \`postroom inbox list --type webhook.test\`\n`);
       } finally {
         await client.close();
       }
@@ -309,7 +361,10 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
     .command('rotate-secret <endpoint_id>')
     .description('Get a new signing secret and store it; the previous one stays accepted for POSTROOM_SECRET_OVERLAP_SECONDS.')
     .option('--show-secret', 'also print the new secret; it is never printed otherwise')
-    .option('--overlap <duration>', 'how long the previous secret stays accepted, e.g. 1h, or 0s after a leak (default POSTROOM_SECRET_OVERLAP_SECONDS)')
+    .option(
+      '--overlap <duration>',
+      'how long the previous secret stays accepted, e.g. 1h, or 0s after a leak (default POSTROOM_SECRET_OVERLAP_SECONDS)',
+    )
     .option('--yes', 'confirm a write on the live plane without a prompt')
     .option('--json', 'print the result as JSON (without the secret unless --show-secret)')
     .addHelpText(
@@ -325,7 +380,8 @@ secret up within seconds. Watch postroom_ingress_secret_matches_total{secret="en
     )
     .action(async (endpointId: string, opts: { showSecret?: boolean; overlap?: string; yes?: boolean; json?: boolean }) => {
       const overlapSeconds = opts.overlap === undefined ? undefined : Math.floor(parseDuration('--overlap', opts.overlap) / 1000);
-      if (overlapSeconds !== undefined && overlapSeconds > 30 * 86_400) throw new PostroomError('invalid_flag', '--overlap: expected at most 30d');
+      if (overlapSeconds !== undefined && overlapSeconds > 30 * 86_400)
+        throw new PostroomError('invalid_flag', '--overlap: expected at most 30d');
       const store = await secretStoreFor(ctx, { showSecret: opts.showSecret, command: `endpoints rotate-secret ${endpointId}` });
       const client = apiClientFor(ctx);
       try {
@@ -334,7 +390,11 @@ secret up within seconds. Watch postroom_ingress_secret_matches_total{secret="en
         let previousUntil: Date | undefined;
         if (store) {
           try {
-            previousUntil = await storeSecret(ctx, store, client, { endpointId: rotated.endpoint_id, secret: rotated.secret, ...(overlapSeconds !== undefined ? { overlapSeconds } : {}) });
+            previousUntil = await storeSecret(ctx, store, client, {
+              endpointId: rotated.endpoint_id,
+              secret: rotated.secret,
+              ...(overlapSeconds !== undefined ? { overlapSeconds } : {}),
+            });
           } catch (err) {
             if (!opts.showSecret) {
               throw new PostroomError(
@@ -344,7 +404,9 @@ secret up within seconds. Watch postroom_ingress_secret_matches_total{secret="en
                 { cause: err },
               );
             }
-            ctx.io.stderr.write(`warning: the new secret could not be stored (${describeError(err)}); it is printed below as asked with --show-secret\n`);
+            ctx.io.stderr.write(
+              `warning: the new secret could not be stored (${describeError(err)}); it is printed below as asked with --show-secret\n`,
+            );
             ctx.exitCode = 1;
           }
         }

@@ -24,7 +24,10 @@ export function registerInboxCommands(program: Command, ctx: CliContext): Comman
     .option('--since <duration>', 'only events received within this window, e.g. 24h')
     .option('--limit <n>', 'at most this many (1-10000)', '50')
     .option('--json', 'print a JSON array of records')
-    .addHelpText('after', `\nExamples:\n  $ postroom inbox list --status quarantined\n  $ postroom inbox list --type participant.acted --since 1h --json | jq length`)
+    .addHelpText(
+      'after',
+      `\nExamples:\n  $ postroom inbox list --status quarantined\n  $ postroom inbox list --type participant.acted --since 1h --json | jq length`,
+    )
     .action(async (opts: { status?: string; type?: string; since?: string; limit: string; json?: boolean }) => {
       const filter = {
         status: opts.status === undefined ? undefined : parseChoice('--status', opts.status, INBOX_STATUSES),
@@ -66,7 +69,9 @@ Examples:
       if (opts.raw && !evidence?.rawBody) {
         throw new PostroomError(
           'not_found',
-          evidence?.prunedAt ? `The raw bytes of ${eventId} were pruned at ${evidence.prunedAt.toISOString()}.` : `No raw bytes are stored for ${eventId} (it did not arrive as a webhook delivery).`,
+          evidence?.prunedAt
+            ? `The raw bytes of ${eventId} were pruned at ${evidence.prunedAt.toISOString()}.`
+            : `No raw bytes are stored for ${eventId} (it did not arrive as a webhook delivery).`,
         );
       }
       if (opts.raw && !opts.json) {
@@ -82,7 +87,8 @@ Examples:
         return;
       }
       const { payload, headers, ...rest } = row;
-      for (const [k, v] of Object.entries({ ...rest, ...extra })) ctx.io.stdout.write(`${k.padEnd(18)} ${v instanceof Date ? v.toISOString() : (v ?? '')}\n`);
+      for (const [k, v] of Object.entries({ ...rest, ...extra }))
+        ctx.io.stdout.write(`${k.padEnd(18)} ${v instanceof Date ? v.toISOString() : (v ?? '')}\n`);
       ctx.io.stdout.write(`headers            ${JSON.stringify(headers)}\npayload\n${JSON.stringify(payload, null, 2)}\n`);
     });
   registerStats(inbox, ctx);
@@ -92,7 +98,6 @@ Examples:
 }
 
 const REPLAYABLE_STATUSES = ['dead', 'quarantined'] as const;
-
 
 function registerStats(inbox: Command, ctx: CliContext): void {
   inbox
@@ -113,14 +118,20 @@ function registerStats(inbox: Command, ctx: CliContext): void {
         ['type', ...statuses],
       );
       const o = stats.oldest_unprocessed;
-      ctx.io.stdout.write(o ? `\noldest unprocessed: ${o.event_id}, received ${formatAge(o.age_seconds)} ago (${o.received_at})\n` : '\nnothing waiting to be processed\n');
+      ctx.io.stdout.write(
+        o
+          ? `\noldest unprocessed: ${o.event_id}, received ${formatAge(o.age_seconds)} ago (${o.received_at})\n`
+          : '\nnothing waiting to be processed\n',
+      );
     });
 }
 
 function registerReplay(inbox: Command, ctx: CliContext): void {
   inbox
     .command('replay [event_id]')
-    .description('Run events again: one by id, or every dead or quarantined event matching the filters. Attempts start from zero; the previous outcome is kept in last_error.')
+    .description(
+      'Run events again: one by id, or every dead or quarantined event matching the filters. Attempts start from zero; the previous outcome is kept in last_error.',
+    )
     .addOption(new Option('--status <status>', 'replay every event with this status').choices(REPLAYABLE_STATUSES))
     .option('--type <type>', 'only this event type (with --status)')
     .option('--since <duration>', 'only events received within this window, e.g. 24h (with --status)')
@@ -137,55 +148,70 @@ Examples:
 
 A running worker picks replayed events up at once (postroom serve, or your own process).`,
     )
-    .action(async (eventId: string | undefined, opts: { status?: string; type?: string; since?: string; dryRun?: boolean; json?: boolean }) => {
-      if (eventId !== undefined && (opts.status || opts.type || opts.since)) {
-        throw new PostroomError('invalid_flag', 'Give either an event id or --status (with --type/--since), not both.');
-      }
-      if (eventId === undefined && !opts.status) {
-        throw new PostroomError('invalid_flag', 'Give an event id, or --status dead|quarantined to replay many (see --help).');
-      }
-      const db = await ctx.db();
+    .action(
+      async (eventId: string | undefined, opts: { status?: string; type?: string; since?: string; dryRun?: boolean; json?: boolean }) => {
+        if (eventId !== undefined && (opts.status || opts.type || opts.since)) {
+          throw new PostroomError('invalid_flag', 'Give either an event id or --status (with --type/--since), not both.');
+        }
+        if (eventId === undefined && !opts.status) {
+          throw new PostroomError('invalid_flag', 'Give an event id, or --status dead|quarantined to replay many (see --help).');
+        }
+        const db = await ctx.db();
 
-      if (eventId !== undefined) {
-        if (opts.dryRun) {
-          const d = await previewReplay(db, eventId);
-          const verdict = d.action === 'reset' ? 'would replay' : d.action === 'still_invalid' ? `would stay quarantined (${d.reason}):` : `cannot replay (${d.reason}):`;
-          ctx.io.stdout.write(`${verdict} ${eventId} (dry run: nothing changed)\n`);
+        if (eventId !== undefined) {
+          if (opts.dryRun) {
+            const d = await previewReplay(db, eventId);
+            const verdict =
+              d.action === 'reset'
+                ? 'would replay'
+                : d.action === 'still_invalid'
+                  ? `would stay quarantined (${d.reason}):`
+                  : `cannot replay (${d.reason}):`;
+            ctx.io.stdout.write(`${verdict} ${eventId} (dry run: nothing changed)\n`);
+            return;
+          }
+          const result = await replayEvent(db, eventId);
+          if (opts.json) printJson(ctx.io, { event_id: eventId, ...result });
+          else if (result.outcome === 'replayed')
+            ctx.io.stdout.write(`replayed ${eventId} (was ${result.from_status}); follow it with: postroom inbox show ${eventId}\n`);
+          else ctx.io.stdout.write(`${eventId} is still invalid and stays quarantined: ${result.reason}\n`);
+          if (result.outcome === 'still_invalid') ctx.exitCode = 1;
           return;
         }
-        const result = await replayEvent(db, eventId);
-        if (opts.json) printJson(ctx.io, { event_id: eventId, ...result });
-        else if (result.outcome === 'replayed') ctx.io.stdout.write(`replayed ${eventId} (was ${result.from_status}); follow it with: postroom inbox show ${eventId}\n`);
-        else ctx.io.stdout.write(`${eventId} is still invalid and stays quarantined: ${result.reason}\n`);
-        if (result.outcome === 'still_invalid') ctx.exitCode = 1;
-        return;
-      }
 
-      const filter = {
-        status: parseChoice('--status', opts.status!, REPLAYABLE_STATUSES),
-        type: opts.type,
-        since: opts.since === undefined ? undefined : new Date(Date.now() - parseDuration('--since', opts.since)),
-      };
-      const progress = createProgress(ctx.io, 'replay');
-      const summary = await replayMatching(db, filter, { dryRun: opts.dryRun === true, onProgress: (done, total) => progress.update(`${done}/${total}`) });
-      progress.done();
-      if (opts.json) {
-        printJson(ctx.io, summary);
-        return;
-      }
-      if (summary.dry_run) {
-        ctx.io.stdout.write(`would replay up to ${summary.matched} ${filter.status} event(s) (dry run: nothing changed)\n`);
-        return;
-      }
-      ctx.io.stdout.write(`matched ${summary.matched}, replayed ${summary.replayed}${summary.still_invalid ? `, still invalid ${summary.still_invalid}` : ''}\n`);
-      for (const ex of summary.invalid_examples) ctx.io.stdout.write(`  ${ex.event_id}: ${ex.reason}\n`);
-    });
+        const filter = {
+          status: parseChoice('--status', opts.status!, REPLAYABLE_STATUSES),
+          type: opts.type,
+          since: opts.since === undefined ? undefined : new Date(Date.now() - parseDuration('--since', opts.since)),
+        };
+        const progress = createProgress(ctx.io, 'replay');
+        const summary = await replayMatching(db, filter, {
+          dryRun: opts.dryRun === true,
+          onProgress: (done, total) => progress.update(`${done}/${total}`),
+        });
+        progress.done();
+        if (opts.json) {
+          printJson(ctx.io, summary);
+          return;
+        }
+        if (summary.dry_run) {
+          ctx.io.stdout.write(`would replay up to ${summary.matched} ${filter.status} event(s) (dry run: nothing changed)\n`);
+          return;
+        }
+        ctx.io.stdout.write(
+          `matched ${summary.matched}, replayed ${summary.replayed}${summary.still_invalid ? `, still invalid ${summary.still_invalid}` : ''}\n`,
+        );
+        for (const ex of summary.invalid_examples) ctx.io.stdout.write(`  ${ex.event_id}: ${ex.reason}\n`);
+      },
+    );
 }
 
 function registerPrune(inbox: Command, ctx: CliContext): void {
   inbox
     .command('prune')
-    .description('Drop the payloads of processed and skipped events older than a cut-off. Rows and ids stay: they are what de-duplicates a late redelivery.')
+    .description(
+      'Drop the payloads of processed and skipped events older than a cut-off. Rows and ids stay: they are what de-duplicates a late redelivery.',
+    )
     .requiredOption('--older-than <duration>', 'finished longer ago than this, e.g. 30d')
     .option('--dry-run', 'count what would be pruned, change nothing')
     .option('--json', 'print the result as JSON')
@@ -196,7 +222,10 @@ function registerPrune(inbox: Command, ctx: CliContext): void {
       const total = await countPrunable(db, olderThanMs);
       if (opts.dryRun) {
         if (opts.json) printJson(ctx.io, { prunable: total, dry_run: true });
-        else ctx.io.stdout.write(`would prune ${total} event payload(s) finished more than ${opts.olderThan} ago (dry run: nothing changed)\n`);
+        else
+          ctx.io.stdout.write(
+            `would prune ${total} event payload(s) finished more than ${opts.olderThan} ago (dry run: nothing changed)\n`,
+          );
         return;
       }
       const progress = createProgress(ctx.io, 'prune');

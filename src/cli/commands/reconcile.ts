@@ -24,7 +24,9 @@ function apiClient(ctx: CliContext) {
 export function registerReconcileCommands(program: Command, ctx: CliContext): void {
   program
     .command('reconcile')
-    .description('Find every event the service could not deliver and fill the gap: walk dead deliveries, re-read correspondence, write what is missing.')
+    .description(
+      'Find every event the service could not deliver and fill the gap: walk dead deliveries, re-read correspondence, write what is missing.',
+    )
     .option('--dry-run', 'report what would be found and written; change nothing')
     .option('--since <duration>', 'only dead deliveries created within this window, e.g. 24h')
     .option('--endpoint <id>', 'only this endpoint (repeatable; default: every endpoint postroom knows)', collect)
@@ -53,64 +55,92 @@ Examples:
   $ postroom reconcile --wait 5m
   $ postroom reconcile --endpoint ep_123`,
     )
-    .action(async (opts: { dryRun?: boolean; since?: string; endpoint?: string[]; overlap: string; atRiskAfter: string; concurrency: string; wait?: string; json?: boolean }) => {
-      const options = {
-        dryRun: Boolean(opts.dryRun),
-        ...(opts.since ? { since: new Date(Date.now() - parseDuration('--since', opts.since)) } : {}),
-        ...(opts.endpoint ? { endpoints: opts.endpoint } : {}),
-        overlapMs: parseDuration('--overlap', opts.overlap),
-        atRiskAfterMs: parseDuration('--at-risk-after', opts.atRiskAfter),
-        rereadConcurrency: parseCount('--concurrency', opts.concurrency, { min: 1, max: 64 }),
-        ...(opts.wait ? { waitMs: parseDuration('--wait', opts.wait) } : {}),
-      };
-      const api = apiClient(ctx);
-      const db = await ctx.db();
-      const progress = createProgress(ctx.io, 'reconcile');
-      const reconciler = createReconciler({ db, api, logger: ctx.logger(), clock: systemClock, defaults: reconcileDefaults(ctx.config()) });
-      const result = await reconciler.run({
-        ...options,
-        onProgress: (p) => progress.update(`${p.phase} ${p.endpointId ?? ''} pages ${p.pages}, deliveries ${p.deliveries_scanned}, re-read ${p.correspondences_reread}`),
-      });
-      progress.done();
-      if (!result.ran) {
-        const h = result.holder;
-        if (opts.json) printJson(ctx.io, { ran: false, reason: result.reason, holder: h ? { holder: h.holder, since: h.started_at, run_id: h.run_id } : null });
-        else
+    .action(
+      async (opts: {
+        dryRun?: boolean;
+        since?: string;
+        endpoint?: string[];
+        overlap: string;
+        atRiskAfter: string;
+        concurrency: string;
+        wait?: string;
+        json?: boolean;
+      }) => {
+        const options = {
+          dryRun: Boolean(opts.dryRun),
+          ...(opts.since ? { since: new Date(Date.now() - parseDuration('--since', opts.since)) } : {}),
+          ...(opts.endpoint ? { endpoints: opts.endpoint } : {}),
+          overlapMs: parseDuration('--overlap', opts.overlap),
+          atRiskAfterMs: parseDuration('--at-risk-after', opts.atRiskAfter),
+          rereadConcurrency: parseCount('--concurrency', opts.concurrency, { min: 1, max: 64 }),
+          ...(opts.wait ? { waitMs: parseDuration('--wait', opts.wait) } : {}),
+        };
+        const api = apiClient(ctx);
+        const db = await ctx.db();
+        const progress = createProgress(ctx.io, 'reconcile');
+        const reconciler = createReconciler({
+          db,
+          api,
+          logger: ctx.logger(),
+          clock: systemClock,
+          defaults: reconcileDefaults(ctx.config()),
+        });
+        const result = await reconciler.run({
+          ...options,
+          onProgress: (p) =>
+            progress.update(
+              `${p.phase} ${p.endpointId ?? ''} pages ${p.pages}, deliveries ${p.deliveries_scanned}, re-read ${p.correspondences_reread}`,
+            ),
+        });
+        progress.done();
+        if (!result.ran) {
+          const h = result.holder;
+          if (opts.json)
+            printJson(ctx.io, {
+              ran: false,
+              reason: result.reason,
+              holder: h ? { holder: h.holder, since: h.started_at, run_id: h.run_id } : null,
+            });
+          else
+            ctx.io.stdout.write(
+              h
+                ? `another replica is reconciling: ${h.holder ?? 'unknown'} (run ${h.run_id}) since ${h.started_at.toISOString()}; nothing done. Wait for it with --wait <duration>.\n`
+                : 'another replica is reconciling right now; nothing done. Wait for it with --wait <duration>.\n',
+            );
+          ctx.exitCode = RECONCILE_EXIT.notLeader;
+          return;
+        }
+        const s = result.summary;
+        if (opts.json) printJson(ctx.io, s);
+        else {
           ctx.io.stdout.write(
-            h
-              ? `another replica is reconciling: ${h.holder ?? 'unknown'} (run ${h.run_id}) since ${h.started_at.toISOString()}; nothing done. Wait for it with --wait <duration>.\n`
-              : 'another replica is reconciling right now; nothing done. Wait for it with --wait <duration>.\n',
+            `${s.dry_run ? 'DRY RUN: nothing was written\n' : ''}` +
+              `endpoints            ${s.endpoints.join(', ') || '(none known)'}\n` +
+              `pages                ${s.pages}\n` +
+              `deliveries scanned   ${s.deliveries_scanned} (${s.deliveries_skipped} already examined)\n` +
+              `gaps found           ${s.gaps_found}\n` +
+              `gaps recovered       ${s.gaps_recovered}\n` +
+              `gaps state synced    ${s.gaps_state_synced}\n` +
+              `gaps not consumed    ${s.gaps_not_consumed}\n` +
+              `gaps open            ${s.gaps_open}\n` +
+              `at risk (pending)    ${s.at_risk.count}\n` +
+              `re-read              ${s.correspondences_reread}${s.reread_failures.length ? ` (${s.reread_failures.length} failed)` : ''} (${s.reread_source === 'listing' ? 'changed files from the service listing' : 'no listing: the files postroom knows'})\n` +
+              `synthetic events     ${s.dry_run ? `${s.synthetic_events_planned} would be written` : `${s.synthetic_events_written} written`}\n` +
+              `duration             ${(s.duration_ms / 1000).toFixed(1)} s\n` +
+              (s.gaps_open ? `\nOpen gaps need a look: postroom gaps list --status open\n` : ''),
           );
-        ctx.exitCode = RECONCILE_EXIT.notLeader;
-        return;
-      }
-      const s = result.summary;
-      if (opts.json) printJson(ctx.io, s);
-      else {
-        ctx.io.stdout.write(
-          `${s.dry_run ? 'DRY RUN: nothing was written\n' : ''}` +
-            `endpoints            ${s.endpoints.join(', ') || '(none known)'}\n` +
-            `pages                ${s.pages}\n` +
-            `deliveries scanned   ${s.deliveries_scanned} (${s.deliveries_skipped} already examined)\n` +
-            `gaps found           ${s.gaps_found}\n` +
-            `gaps recovered       ${s.gaps_recovered}\n` +
-            `gaps state synced    ${s.gaps_state_synced}\n` +
-            `gaps not consumed    ${s.gaps_not_consumed}\n` +
-            `gaps open            ${s.gaps_open}\n` +
-            `at risk (pending)    ${s.at_risk.count}\n` +
-            `re-read              ${s.correspondences_reread}${s.reread_failures.length ? ` (${s.reread_failures.length} failed)` : ''} (${s.reread_source === 'listing' ? 'changed files from the service listing' : 'no listing: the files postroom knows'})\n` +
-            `synthetic events     ${s.dry_run ? `${s.synthetic_events_planned} would be written` : `${s.synthetic_events_written} written`}\n` +
-            `duration             ${(s.duration_ms / 1000).toFixed(1)} s\n` +
-            (s.gaps_open ? `\nOpen gaps need a look: postroom gaps list --status open\n` : ''),
-        );
-      }
-      ctx.exitCode = s.gaps_open > 0 ? RECONCILE_EXIT.gaps_open : RECONCILE_EXIT.clean;
-    });
+        }
+        ctx.exitCode = s.gaps_open > 0 ? RECONCILE_EXIT.gaps_open : RECONCILE_EXIT.clean;
+      },
+    );
 
   const gaps = program
     .command('gaps')
     .description('Events the service gave up delivering that postroom does not have, and what became of them.')
-    .addHelpText('after', `\nExamples:\n  $ postroom gaps list --status open\n  $ postroom gaps ignore 42 --reason "test traffic from the old staging endpoint"`);
+    .addHelpText(
+      'after',
+      `\nExamples:\n  $ postroom gaps list --status open\n  $ postroom gaps ignore 42 --reason "test traffic from the old staging endpoint"`,
+    );
 
   gaps
     .command('list')
@@ -149,7 +179,11 @@ Examples:
     .option('--json', 'print the updated gap as JSON')
     .addHelpText('after', `\nExample:\n  $ postroom gaps ignore 42 --reason "campaign events are not used by our backend"`)
     .action(async (id: string, opts: { reason: string; json?: boolean }) => {
-      if (!/^\d{1,18}$/.test(id)) throw new PostroomError('invalid_flag', `gap id: expected the numeric gap id shown by \`postroom gaps list\`, got "${id.slice(0, 40)}"`);
+      if (!/^\d{1,18}$/.test(id))
+        throw new PostroomError(
+          'invalid_flag',
+          `gap id: expected the numeric gap id shown by \`postroom gaps list\`, got "${id.slice(0, 40)}"`,
+        );
       if (opts.reason.trim().length < 3) throw new PostroomError('invalid_flag', '--reason: say why, in a few words');
       const gap = await ignoreGap(await ctx.db(), Number(id), opts.reason.trim());
       if (!gap) throw new PostroomError('not_found', `No open gap ${id}. See \`postroom gaps show ${id}\`.`);
@@ -165,15 +199,26 @@ Examples:
     .command('record [ids...]')
     .description('Record correspondence ids your backend sent (arguments, or one per line on stdin with -).')
     .option('--json', 'print what was recorded as JSON')
-    .addHelpText('after', `\nFor backends that do not send through postroom's client.\n\nExamples:\n  $ postroom sent record cor_123 cor_456\n  $ my-export-ids | postroom sent record -`)
+    .addHelpText(
+      'after',
+      `\nFor backends that do not send through postroom's client.\n\nExamples:\n  $ postroom sent record cor_123 cor_456\n  $ my-export-ids | postroom sent record -`,
+    )
     .action(async (given: string[], opts: { json?: boolean }) => {
       let ids = given;
       if (ids.length === 1 && ids[0] === '-') ids = (await readAll(ctx.io.stdin)).split(/\r?\n/);
       ids = [...new Set(ids.map((i) => i.trim()).filter((i) => i !== ''))];
-      if (ids.length === 0) throw new PostroomError('invalid_argument', 'no correspondence ids given: pass them as arguments, or `-` to read one per line from stdin');
+      if (ids.length === 0)
+        throw new PostroomError(
+          'invalid_argument',
+          'no correspondence ids given: pass them as arguments, or `-` to read one per line from stdin',
+        );
       // Ids are bounded like ingress bounds them; no spaces or control characters (code points below 0x20).
       const bad = ids.find((i) => i.length > 256 || /\s/.test(i) || [...i].some((ch) => ch.charCodeAt(0) < 0x20));
-      if (bad !== undefined) throw new PostroomError('invalid_argument', `not a correspondence id: "${bad.slice(0, 40)}" (no spaces or control characters, at most 256 characters)`);
+      if (bad !== undefined)
+        throw new PostroomError(
+          'invalid_argument',
+          `not a correspondence id: "${bad.slice(0, 40)}" (no spaces or control characters, at most 256 characters)`,
+        );
       await recordSentCorrespondence(await ctx.db(), ids, 'cli');
       if (opts.json) printJson(ctx.io, { recorded: ids.length });
       else ctx.io.stdout.write(`recorded ${ids.length} correspondence id(s) in the sent ledger\n`);
@@ -185,7 +230,10 @@ Examples:
     .option('--since <duration>', 'window to check, e.g. 24h', '24h')
     .option('--endpoint <id>', 'only this endpoint (repeatable)', collect)
     .option('--json', 'print the result as JSON')
-    .addHelpText('after', `\nExit codes: 0 nothing missing, 3 events missing, 1 error.\n\nExamples:\n  $ postroom audit --since 24h\n  $ postroom audit --since 7d --json | jq .missing_count`)
+    .addHelpText(
+      'after',
+      `\nExit codes: 0 nothing missing, 3 events missing, 1 error.\n\nExamples:\n  $ postroom audit --since 24h\n  $ postroom audit --since 7d --json | jq .missing_count`,
+    )
     .action(async (opts: { since: string; endpoint?: string[]; json?: boolean }) => {
       const since = new Date(Date.now() - parseDuration('--since', opts.since));
       const api = apiClient(ctx);
@@ -196,14 +244,22 @@ Examples:
         for await (const e of api.webhookEndpoints.iterate({ limit: 100 })) endpoints.push(e.endpoint_id);
       }
       const progress = createProgress(ctx.io, 'audit');
-      const result = await auditDelivered(db, api, { since, endpoints, onProgress: (n) => progress.update(`${n} delivered deliveries checked`) });
+      const result = await auditDelivered(db, api, {
+        since,
+        endpoints,
+        onProgress: (n) => progress.update(`${n} delivered deliveries checked`),
+      });
       progress.done();
       if (opts.json) printJson(ctx.io, result);
       else {
-        ctx.io.stdout.write(`checked ${result.in_window} delivered deliveries since ${result.since} across ${endpoints.length} endpoint(s): ${result.missing_count} missing\n`);
+        ctx.io.stdout.write(
+          `checked ${result.in_window} delivered deliveries since ${result.since} across ${endpoints.length} endpoint(s): ${result.missing_count} missing\n`,
+        );
         if (result.missing_count) {
           printTable(ctx.io, result.missing, ['event_id', 'event_type', 'endpoint_id', 'delivery_id', 'delivered_at']);
-          ctx.io.stdout.write('\nALARM: the service believes these were delivered but postroom has no record. See docs/runbook.md#audit-loss.\n');
+          ctx.io.stdout.write(
+            '\nALARM: the service believes these were delivered but postroom has no record. See docs/runbook.md#audit-loss.\n',
+          );
         }
       }
       ctx.exitCode = result.missing_count > 0 ? RECONCILE_EXIT.auditLoss : RECONCILE_EXIT.clean;

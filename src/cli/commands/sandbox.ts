@@ -3,7 +3,16 @@ import { request } from 'undici';
 import { PostroomError, describeError } from '../../errors.js';
 import { createLogger } from '../../logging/logger.js';
 import { SIGNED_PAYLOAD_SCHEMES, type SignedPayloadScheme } from '../../signature/index.js';
-import { DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_RETRY_SCHEDULE, EVENT_TYPES, PARTICIPANT_ACTS, createSandbox, parseKeySpec, type FaultConfig, type KeySpec } from '../../sandbox/index.js';
+import {
+  DEFAULT_ATTEMPT_TIMEOUT_MS,
+  DEFAULT_RETRY_SCHEDULE,
+  EVENT_TYPES,
+  PARTICIPANT_ACTS,
+  createSandbox,
+  parseKeySpec,
+  type FaultConfig,
+  type KeySpec,
+} from '../../sandbox/index.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount } from '../duration.js';
 import { printJson } from '../output.js';
@@ -17,7 +26,10 @@ export function parseSeconds(flag: string, raw: string, bounds: { min: number; m
   const t = raw.trim();
   const n = Number(t);
   if (!/^\d+(\.\d+)?$/.test(t) || n < bounds.min || n > bounds.max) {
-    throw new PostroomError('invalid_flag', `${flag}: expected seconds from ${bounds.min} to ${bounds.max} (decimals allowed, e.g. 0.5), got "${raw.slice(0, 40)}"`);
+    throw new PostroomError(
+      'invalid_flag',
+      `${flag}: expected seconds from ${bounds.min} to ${bounds.max} (decimals allowed, e.g. 0.5), got "${raw.slice(0, 40)}"`,
+    );
   }
   return n;
 }
@@ -27,7 +39,10 @@ export function parseRetrySchedule(flag: string, raw: string): number[] {
   if (raw.trim() === 'none') return [];
   const parts = raw.split(',').map((p) => p.trim());
   if (parts.length > 50 || parts.some((p) => !/^\d+(\.\d+)?$/.test(p) || Number(p) > 86_400)) {
-    throw new PostroomError('invalid_flag', `${flag}: expected up to 50 comma-separated waits in seconds, each 0 to 86400 (e.g. 1,5,25 or 0.05,0.1), or "none", got "${raw.slice(0, 60)}"`);
+    throw new PostroomError(
+      'invalid_flag',
+      `${flag}: expected up to 50 comma-separated waits in seconds, each 0 to 86400 (e.g. 1,5,25 or 0.05,0.1), or "none", got "${raw.slice(0, 60)}"`,
+    );
   }
   return parts.map(Number);
 }
@@ -35,7 +50,8 @@ export function parseRetrySchedule(flag: string, raw: string): number[] {
 export function parseRate(flag: string, raw: string): number {
   const t = raw.trim();
   const n = Number(t);
-  if (!/^\d*\.?\d+$/.test(t) || n > 1) throw new PostroomError('invalid_flag', `${flag}: expected a share from 0 to 1 (e.g. 0.1 for 10%), got "${raw.slice(0, 40)}"`);
+  if (!/^\d*\.?\d+$/.test(t) || n > 1)
+    throw new PostroomError('invalid_flag', `${flag}: expected a share from 0 to 1 (e.g. 0.1 for 10%), got "${raw.slice(0, 40)}"`);
   return n;
 }
 
@@ -64,11 +80,18 @@ interface SandboxFlags {
 export function registerSandboxCommand(program: Command, ctx: CliContext): void {
   const sandbox = program
     .command('sandbox')
-    .description('Run a local stand-in for the Correspondence Delivery Service: its /sender/v2 API and a signed webhook dispatcher with seeded fault injection.')
+    .description(
+      'Run a local stand-in for the Correspondence Delivery Service: its /sender/v2 API and a signed webhook dispatcher with seeded fault injection.',
+    )
     .enablePositionalOptions()
     .option('--port <n>', 'listen port', String(DEFAULT_PORT))
     .option('--host <addr>', 'listen address (the control routes need no more than a key: keep it on loopback)', '127.0.0.1')
-    .option('--key <api-key[:scope,…]>', 'an API key the sandbox accepts (repeatable); without scopes it has every scope; the prefix svc_sandbox_ or svc_live_ picks the plane', collect, [])
+    .option(
+      '--key <api-key[:scope,…]>',
+      'an API key the sandbox accepts (repeatable); without scopes it has every scope; the prefix svc_sandbox_ or svc_live_ picks the plane',
+      collect,
+      [],
+    )
     .option('--allow-private-targets', 'accept loopback and private webhook URLs, and plain http to them (for a receiver on this machine)')
     .option('--retry-schedule <seconds,…>', 'waits before attempts 2, 3, …; "none" for a single attempt', DEFAULT_RETRY_SCHEDULE.join(','))
     .option('--attempt-timeout <seconds>', 'a reply slower than this is a failed attempt', String(DEFAULT_ATTEMPT_TIMEOUT_MS / 1000))
@@ -110,7 +133,8 @@ see docs/sandbox.md. Not part of the service.`,
       const faults: Partial<FaultConfig> = {};
       if (opts.dropRate !== undefined) faults.dropRate = parseRate('--drop-rate', opts.dropRate);
       if (opts.duplicateRate !== undefined) faults.duplicateRate = parseRate('--duplicate-rate', opts.duplicateRate);
-      if (opts.maxDelay !== undefined) faults.maxDelayMs = Math.round(parseSeconds('--max-delay', opts.maxDelay, { min: 0, max: 600 }) * 1000);
+      if (opts.maxDelay !== undefined)
+        faults.maxDelayMs = Math.round(parseSeconds('--max-delay', opts.maxDelay, { min: 0, max: 600 }) * 1000);
       if (opts.reorderRate !== undefined) faults.reorderRate = parseRate('--reorder-rate', opts.reorderRate);
       if (opts.failShare !== undefined) faults.failShare = parseRate('--fail-share', opts.failShare);
 
@@ -137,13 +161,21 @@ see docs/sandbox.md. Not part of the service.`,
       }
       const io = ctx.io;
       if (opts.json) {
-        printJsonLine(io.stdout, { url: sb.url, api_url: sb.apiUrl, control_url: `${sb.url}/sandbox`, seed: sb.seed, ...(generated ? { api_key: sb.apiKey } : {}) });
+        printJsonLine(io.stdout, {
+          url: sb.url,
+          api_url: sb.apiUrl,
+          control_url: `${sb.url}/sandbox`,
+          seed: sb.seed,
+          ...(generated ? { api_key: sb.apiKey } : {}),
+        });
       } else {
         io.stdout.write(
           `\npostroom sandbox listening on ${sb.url}\n` +
             `  API       ${sb.apiUrl}   (Authorization: Bearer <key>)\n` +
             `  control   ${sb.url}/sandbox   (sandbox-only, see docs/sandbox.md)\n` +
-            (generated ? `  API key   ${sb.apiKey}   (generated, every scope; pass --key to choose your own)\n` : `  API keys  ${keys.length} given (only their hashes are kept)\n`) +
+            (generated
+              ? `  API key   ${sb.apiKey}   (generated, every scope; pass --key to choose your own)\n`
+              : `  API keys  ${keys.length} given (only their hashes are kept)\n`) +
             `  seed ${sb.seed}, retries after ${retrySchedule.length ? retrySchedule.join(', ') : 'none'} s, attempt time-out ${attemptTimeoutMs / 1000} s, ` +
             `${opts.allowPrivateTargets ? 'private targets allowed' : 'public https targets only'}\n\n` +
             `Fire events:  npx postroom sandbox trigger correspondence.created --url ${sb.url}${generated ? ` --key ${sb.apiKey}` : ' --key <key>'}\n` +
@@ -180,7 +212,8 @@ Examples:
       const count = parseCount('--count', opts.count, { min: 1, max: 10_000 });
       const act = opts.act === undefined ? undefined : parseChoice('--act', opts.act, PARTICIPANT_ACTS);
       const key = opts.key ?? ctx.config().api.apiKey;
-      if (!key) throw new PostroomError('invalid_flag', '--key: no API key; pass the key `postroom sandbox` printed, or set POSTROOM_API_KEY');
+      if (!key)
+        throw new PostroomError('invalid_flag', '--key: no API key; pass the key `postroom sandbox` printed, or set POSTROOM_API_KEY');
       const base = sandboxBase(opts.url ?? ctx.config().api.baseUrl ?? DEFAULT_URL);
       let res;
       try {
@@ -192,7 +225,11 @@ Examples:
           bodyTimeout: 60_000,
         });
       } catch (err) {
-        throw new PostroomError('sandbox_unreachable', `Could not reach the sandbox at ${base}: ${describeError(err)}. Is \`postroom sandbox\` running there?`, { cause: err });
+        throw new PostroomError(
+          'sandbox_unreachable',
+          `Could not reach the sandbox at ${base}: ${describeError(err)}. Is \`postroom sandbox\` running there?`,
+          { cause: err },
+        );
       }
       const text = await res.body.text();
       type Summary = { event_id: string; type: string; correspondence_id: string | null };
@@ -204,14 +241,20 @@ Examples:
       }
       if (res.statusCode !== 200 || !body.events || !body.fired) {
         const why = body.error?.message ?? text.slice(0, 200);
-        throw new PostroomError('trigger_failed', `The sandbox at ${base} answered ${res.statusCode}${body.error?.code ? ` ${body.error.code}` : ''}: ${why}`);
+        throw new PostroomError(
+          'trigger_failed',
+          `The sandbox at ${base} answered ${res.statusCode}${body.error?.code ? ` ${body.error.code}` : ''}: ${why}`,
+        );
       }
       if (opts.json) {
         printJson(ctx.io, body);
         return;
       }
-      ctx.io.stdout.write(`fired ${body.fired.length} ${eventType} event(s) (${body.events.length} in all, with what the changes also fired)\n`);
-      for (const e of body.events) ctx.io.stdout.write(`  ${e.event_id}  ${e.type}${e.correspondence_id ? `  ${e.correspondence_id}` : ''}\n`);
+      ctx.io.stdout.write(
+        `fired ${body.fired.length} ${eventType} event(s) (${body.events.length} in all, with what the changes also fired)\n`,
+      );
+      for (const e of body.events)
+        ctx.io.stdout.write(`  ${e.event_id}  ${e.type}${e.correspondence_id ? `  ${e.correspondence_id}` : ''}\n`);
     });
 }
 
@@ -223,7 +266,8 @@ function sandboxBase(raw: string): string {
   } catch {
     throw new PostroomError('invalid_flag', `--url: expected an http(s) URL such as ${DEFAULT_URL}, got "${raw.slice(0, 80)}"`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new PostroomError('invalid_flag', `--url: expected an http or https URL, got ${u.protocol}`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new PostroomError('invalid_flag', `--url: expected an http or https URL, got ${u.protocol}`);
   return `${u.origin}${u.pathname.replace(/\/+$/, '').replace(/\/sender\/v2$/, '')}`;
 }
 

@@ -25,7 +25,10 @@ export function registerSendSampleCommand(program: Command, ctx: CliContext): vo
     .option('--type <type>', 'event type', 'participant.acted')
     .option('--secret-file <path>', 'file holding the signing secret (default: the development secret, or POSTROOM_WEBHOOK_SECRETS)')
     .option('--json', 'print the sent event and the response as JSON')
-    .addHelpText('after', `\nExamples:\n  $ postroom send-sample\n  $ postroom send-sample --url http://127.0.0.1:8080/webhooks --type correspondence.created`)
+    .addHelpText(
+      'after',
+      `\nExamples:\n  $ postroom send-sample\n  $ postroom send-sample --url http://127.0.0.1:8080/webhooks --type correspondence.created`,
+    )
     .action(async (opts: { url: string; type: string; secretFile?: string; json?: boolean }) => {
       const config = ctx.config();
       const secret = await resolveSecret(opts.secretFile, config.ingress.secrets[0], config.database.dataDir);
@@ -46,11 +49,16 @@ export function registerSendSampleCommand(program: Command, ctx: CliContext): vo
           bodyTimeout: 10_000,
         });
       } catch (err) {
-        throw new PostroomError('send_failed', `Could not reach ${opts.url}: ${(err as Error).message}. Is \`postroom serve\` running?`, { cause: err });
+        throw new PostroomError('send_failed', `Could not reach ${opts.url}: ${(err as Error).message}. Is \`postroom serve\` running?`, {
+          cause: err,
+        });
       }
       const text = await res.body.text();
       if (opts.json) printJson(ctx.io, { event, status: res.statusCode, response: safeJson(text) });
-      else ctx.io.stdout.write(`${res.statusCode} ${text}\nsent ${event.event_id} (${opts.type}); see it with: npx postroom inbox show ${event.event_id}\n`);
+      else
+        ctx.io.stdout.write(
+          `${res.statusCode} ${text}\nsent ${event.event_id} (${opts.type}); see it with: npx postroom inbox show ${event.event_id}\n`,
+        );
       if (res.statusCode >= 300) ctx.exitCode = 1;
     });
 }
@@ -67,7 +75,11 @@ async function resolveSecret(file: string | undefined, configured: string | unde
     throw new PostroomError('invalid_flag', `--secret-file: ${file} is empty`);
   }
   const secret = configured ?? readDevSecret(dataDir);
-  if (!secret) throw new PostroomError('no_secret', `No signing secret: set POSTROOM_WEBHOOK_SECRETS, pass --secret-file, or start \`postroom serve\` once to generate the development secret in ${dataDir}.`);
+  if (!secret)
+    throw new PostroomError(
+      'no_secret',
+      `No signing secret: set POSTROOM_WEBHOOK_SECRETS, pass --secret-file, or start \`postroom serve\` once to generate the development secret in ${dataDir}.`,
+    );
   return secret;
 }
 

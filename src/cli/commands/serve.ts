@@ -10,7 +10,10 @@ import { workerComponentFactory } from '../../app/worker-component.js';
 import { waitForSignal } from '../signals.js';
 
 /** Components that roles contribute (worker, reconciler); filled in by those domains. */
-export type ComponentFactory = (deps: ComponentDeps, ctx: { role: Role; options: Record<string, unknown> }) => Component | undefined | Promise<Component | undefined>;
+export type ComponentFactory = (
+  deps: ComponentDeps,
+  ctx: { role: Role; options: Record<string, unknown> },
+) => Component | undefined | Promise<Component | undefined>;
 export const SERVE_COMPONENTS: ComponentFactory[] = [workerComponentFactory, reconcilerComponentFactory];
 
 export function registerServeCommand(program: Command, ctx: CliContext): void {
@@ -21,7 +24,10 @@ export function registerServeCommand(program: Command, ctx: CliContext): void {
     .option('--no-migrate', 'do not apply pending migrations at start (run `postroom migrate` as a separate step)')
     .option('--port <n>', 'listen port (overrides PORT; default 8080)')
     .option('--host <addr>', 'listen address (overrides HOST; default 127.0.0.1)')
-    .option('--handlers <module>', 'a JS module whose default export is a handler map or a function (postroom) => void (roles all and worker); see docs/worker.md')
+    .option(
+      '--handlers <module>',
+      'a JS module whose default export is a handler map or a function (postroom) => void (roles all and worker); see docs/worker.md',
+    )
     .addHelpText(
       'after',
       `

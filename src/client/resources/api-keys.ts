@@ -22,7 +22,12 @@ export function apiKeysResource(ctx: ResourceContext) {
       });
       const body = expectObject('apiKeys.rotate', res.status, res.body);
       const secret = firstString(body, ROTATED_KEY_FIELDS);
-      if (secret === undefined) throw invalidResponse('apiKeys.rotate', res.status, `no new key in the answer (looked for ${ROTATED_KEY_FIELDS.join(', ')}; fields present: ${Object.keys(body).join(', ') || 'none'})`);
+      if (secret === undefined)
+        throw invalidResponse(
+          'apiKeys.rotate',
+          res.status,
+          `no new key in the answer (looked for ${ROTATED_KEY_FIELDS.join(', ')}; fields present: ${Object.keys(body).join(', ') || 'none'})`,
+        );
       return { ...body, secret };
     },
   };

@@ -33,7 +33,10 @@ export async function notifyCreated(ctx: ResourceContext, ids: readonly string[]
         break;
       } catch (err) {
         if (attempt >= LEDGER_ATTEMPTS) {
-          ctx.logger.error({ err, correspondence_id: id, attempts: attempt }, 'could not record a sent correspondence in the ledger; the send succeeded. Record it with `postroom sent record <id>`');
+          ctx.logger.error(
+            { err, correspondence_id: id, attempts: attempt },
+            'could not record a sent correspondence in the ledger; the send succeeded. Record it with `postroom sent record <id>`',
+          );
           break;
         }
         await ctx.sleep(100 * 2 ** (attempt - 1));

@@ -21,7 +21,11 @@ export interface ListChangedParams {
  * `{ correspondence: [...], next_cursor }`, oldest change first, each file with
  * `updated_at`. When the real shape is known, only this function changes.
  */
-export async function listChangedCorrespondence(ctx: ResourceContext, params: ListChangedParams, options: CallOptions): Promise<Page<ChangedCorrespondence>> {
+export async function listChangedCorrespondence(
+  ctx: ResourceContext,
+  params: ListChangedParams,
+  options: CallOptions,
+): Promise<Page<ChangedCorrespondence>> {
   const op = 'correspondence.listChanged';
   const path = ctx.correspondencePath.replace(/\/\{id\}.*$/, '') || '/correspondence';
   const res = await ctx.transport.send({
@@ -38,7 +42,8 @@ export async function listChangedCorrespondence(ctx: ResourceContext, params: Li
     if (!c || typeof c !== 'object' || typeof c.correspondence_id !== 'string' || !Array.isArray(c.participants)) {
       throw invalidResponse(op, res.status, 'every listed file needs correspondence_id and participants');
     }
-    if (typeof c.updated_at !== 'string' || Number.isNaN(Date.parse(c.updated_at))) throw invalidResponse(op, res.status, `file ${c.correspondence_id.slice(0, 100)} has no valid updated_at`);
+    if (typeof c.updated_at !== 'string' || Number.isNaN(Date.parse(c.updated_at)))
+      throw invalidResponse(op, res.status, `file ${c.correspondence_id.slice(0, 100)} has no valid updated_at`);
   }
   return {
     items: (items as ChangedCorrespondence[]).map((c) => ({ ...c, send_summary: c.send_summary ?? null })),

@@ -17,7 +17,11 @@ export function correspondenceResource(ctx: ResourceContext) {
       });
       const body = expectObject('correspondence.create', res.status, res.body);
       expectString('correspondence.create', res.status, body, 'correspondence_id');
-      const created = { ...body, participants: Array.isArray(body.participants) ? body.participants : [], queued: res.status === 202 } as CreatedCorrespondence;
+      const created = {
+        ...body,
+        participants: Array.isArray(body.participants) ? body.participants : [],
+        queued: res.status === 202,
+      } as CreatedCorrespondence;
       await notifyCreated(ctx, [created.correspondence_id]);
       return created;
     },
@@ -33,6 +37,7 @@ export function correspondenceResource(ctx: ResourceContext) {
     },
 
     /** Files changed since a time, oldest change first (see correspondence-listing.ts for the assumed shape). */
-    listChanged: (params: Parameters<typeof listChangedCorrespondence>[1] = {}, options: CallOptions = {}) => listChangedCorrespondence(ctx, params, options),
+    listChanged: (params: Parameters<typeof listChangedCorrespondence>[1] = {}, options: CallOptions = {}) =>
+      listChangedCorrespondence(ctx, params, options),
   };
 }

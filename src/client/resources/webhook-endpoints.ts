@@ -110,7 +110,11 @@ export function webhookEndpointsResource(ctx: ResourceContext) {
       const body = expectObject('webhookEndpoints.rotateSecret', res.status, res.body);
       const secret = firstString(body, ROTATED_SECRET_FIELDS);
       if (secret === undefined) {
-        throw invalidResponse('webhookEndpoints.rotateSecret', res.status, `no secret in the answer (looked for ${ROTATED_SECRET_FIELDS.join(', ')}; fields present: ${Object.keys(body).join(', ') || 'none'})`);
+        throw invalidResponse(
+          'webhookEndpoints.rotateSecret',
+          res.status,
+          `no secret in the answer (looked for ${ROTATED_SECRET_FIELDS.join(', ')}; fields present: ${Object.keys(body).join(', ') || 'none'})`,
+        );
       }
       return { ...body, endpoint_id: typeof body.endpoint_id === 'string' ? body.endpoint_id : endpointId, secret };
     },

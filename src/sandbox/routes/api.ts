@@ -39,7 +39,10 @@ const correspondenceSchema = z.object({
   subject: z.string({ error: 'required, a string' }).min(1).max(500),
   content_type: z.string({ error: 'required, a string' }).min(1).max(200),
   document_ids: z.array(z.string().min(1).max(100)).max(100).default([]),
-  recipients: z.array(recipientSchema, { error: 'required, an array of recipients' }).min(1, 'at least one recipient').max(MAX_RECIPIENTS, `at most ${MAX_RECIPIENTS} recipients per request`),
+  recipients: z
+    .array(recipientSchema, { error: 'required, an array of recipients' })
+    .min(1, 'at least one recipient')
+    .max(MAX_RECIPIENTS, `at most ${MAX_RECIPIENTS} recipients per request`),
 });
 
 const planRunSchema = z.object({
@@ -51,7 +54,12 @@ const planRunSchema = z.object({
 });
 
 const rotateKeySchema = z.object({
-  grace_seconds: z.number({ error: 'expected whole seconds' }).int('expected whole seconds').min(0).max(604_800, 'at most 604800 (7 days)').default(0),
+  grace_seconds: z
+    .number({ error: 'expected whole seconds' })
+    .int('expected whole seconds')
+    .min(0)
+    .max(604_800, 'at most 604800 (7 days)')
+    .default(0),
 });
 
 const PLAN_ID = /^[A-Za-z0-9_.-]{1,100}$/;
@@ -64,7 +72,16 @@ function parseTimestamp(name: string, raw: string): number {
   const ms = m ? Date.parse(raw) : NaN;
   const [, y, mo, d, h, mi, s] = m ?? [];
   const daysInMonth = new Date(Date.UTC(Number(y), Number(mo), 0)).getUTCDate();
-  if (Number.isNaN(ms) || Number(mo) < 1 || Number(mo) > 12 || Number(d) < 1 || Number(d) > daysInMonth || Number(h) > 23 || Number(mi) > 59 || Number(s ?? 0) > 59) {
+  if (
+    Number.isNaN(ms) ||
+    Number(mo) < 1 ||
+    Number(mo) > 12 ||
+    Number(d) < 1 ||
+    Number(d) > daysInMonth ||
+    Number(h) > 23 ||
+    Number(mi) > 59 ||
+    Number(s ?? 0) > 59
+  ) {
     throw apiErrors.invalid(name, 'expected an ISO 8601 timestamp with a zone, such as 2026-03-01T09:00:00Z');
   }
   return ms;
@@ -161,13 +178,19 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
       const last = items[items.length - 1];
       return {
         status: 200,
-        body: { correspondence: items.map(correspondenceView), next_cursor: more && last ? encodeChangeCursor(caller.plane, last.changeSeq) : null },
+        body: {
+          correspondence: items.map(correspondenceView),
+          next_cursor: more && last ? encodeChangeCursor(caller.plane, last.changeSeq) : null,
+        },
       };
     }),
   );
   r.get(
     '/correspondence/:correspondence_id',
-    operation('correspondence.read', (req, caller) => ({ status: 200, body: correspondenceView(deps.correspondence.getOn(String(req.params.correspondence_id), caller.plane)) })),
+    operation('correspondence.read', (req, caller) => ({
+      status: 200,
+      body: correspondenceView(deps.correspondence.getOn(String(req.params.correspondence_id), caller.plane)),
+    })),
   );
 
   r.post(
@@ -179,7 +202,9 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
         if (!PLAN_ID.test(planId)) throw apiErrors.invalid('plan_id', 'expected 1 to 100 letters, digits, ".", "_" or "-"');
         const body = parseBody(planRunSchema, req.body);
         // Plans live in the portal; a run without recipients sends to one synthetic, deliverable recipient.
-        const recipients: RecipientInput[] = body.recipients ?? [{ addressing: { type: 'nin', nin: '10000000000' }, display_name: 'Plan Recipient', ref: `plan-${planId}` }];
+        const recipients: RecipientInput[] = body.recipients ?? [
+          { addressing: { type: 'nin', nin: '10000000000' }, display_name: 'Plan Recipient', ref: `plan-${planId}` },
+        ];
         const c = deps.correspondence.create(
           {
             kind: body.kind ?? 'plan',
@@ -190,7 +215,10 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
           },
           { plane: caller.plane, queued: true, planId },
         );
-        return { status: 202, body: { run_id: deps.ids.next('run'), plan_id: planId, correspondence_id: c.correspondenceId, status: 'queued' } };
+        return {
+          status: 202,
+          body: { run_id: deps.ids.next('run'), plan_id: planId, correspondence_id: c.correspondenceId, status: 'queued' },
+        };
       },
       idem,
     ),
@@ -207,7 +235,10 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
 
   r.get(
     '/api-keys',
-    operation('apikeys.read', (_req, caller) => ({ status: 200, body: { api_keys: deps.keys.list().filter((k) => keyAccess(caller, k).ok), next_cursor: null } })),
+    operation('apikeys.read', (_req, caller) => ({
+      status: 200,
+      body: { api_keys: deps.keys.list().filter((k) => keyAccess(caller, k).ok), next_cursor: null },
+    })),
   );
   r.get(
     '/api-keys/:key_id',

@@ -26,7 +26,13 @@ const schemas = {
   act: z.object({ act: z.enum(PARTICIPANT_ACTS, { error: `expected one of ${PARTICIPANT_ACTS.join(', ')}` }) }),
   verify: z.object({ addressing: addressingSchema }),
   attach: z.object({ document_id: z.string().min(1).max(100).optional() }),
-  campaign: z.object({ campaign_id: z.string().regex(/^[A-Za-z0-9_-]{1,100}$/).optional(), status: z.string().regex(/^[a-z_]{1,40}$/, 'expected a lower-case status such as running') }),
+  campaign: z.object({
+    campaign_id: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,100}$/)
+      .optional(),
+    status: z.string().regex(/^[a-z_]{1,40}$/, 'expected a lower-case status such as running'),
+  }),
   trigger: z.object({
     type: z.enum(EVENT_TYPES, { error: `expected one of ${EVENT_TYPES.join(', ')}` }),
     count: z.number().int().min(1).max(MAX_TRIGGER_COUNT).default(1),
@@ -39,7 +45,11 @@ const schemas = {
   }),
   seed: z.object({
     endpoint_id: z.string({ error: 'required, the endpoint the deliveries belong to' }).min(1).max(128),
-    count: z.number({ error: `required, 1 to ${MAX_SEED_COUNT}` }).int().min(1).max(MAX_SEED_COUNT),
+    count: z
+      .number({ error: `required, 1 to ${MAX_SEED_COUNT}` })
+      .int()
+      .min(1)
+      .max(MAX_SEED_COUNT),
     status: z.enum(DELIVERY_STATUSES).default('dead'),
     event_type: z.enum(EVENT_TYPES).optional(),
   }),
@@ -72,7 +82,10 @@ export function createControlRouter(control: SandboxControl): Router {
   r.get('/events', (req, res) => {
     const type = queryParam(req, 'type');
     const correspondenceId = queryParam(req, 'correspondence_id');
-    const events = control.events({ ...(type === undefined ? {} : { type }), ...(correspondenceId === undefined ? {} : { correspondenceId }) });
+    const events = control.events({
+      ...(type === undefined ? {} : { type }),
+      ...(correspondenceId === undefined ? {} : { correspondenceId }),
+    });
     reply(res, { status: 200, body: { events, total: events.length } });
   });
   r.get('/events/:event_id', (req, res) => reply(res, { status: 200, body: control.event(id(req.params.event_id)) }));
@@ -82,7 +95,9 @@ export function createControlRouter(control: SandboxControl): Router {
     const { act } = parseBody(schemas.act, req.body);
     reply(res, { status: 200, body: { events: control.act(id(req.params.participant_id), act) } });
   });
-  r.post('/participants/:participant_id/verify', (req, res) => reply(res, { status: 200, body: control.verifyParticipant(id(req.params.participant_id)) }));
+  r.post('/participants/:participant_id/verify', (req, res) =>
+    reply(res, { status: 200, body: control.verifyParticipant(id(req.params.participant_id)) }),
+  );
   r.post('/recipients/verify', (req, res) => {
     const { addressing } = parseBody(schemas.verify, req.body);
     reply(res, { status: 200, body: control.verifyRecipient(addressing) });
@@ -94,12 +109,19 @@ export function createControlRouter(control: SandboxControl): Router {
     reply(res, { status: 200, body: { event: control.attach(id(req.params.id), document_id) } });
   });
   r.post('/claims/:claim_id/claim', (req, res) => reply(res, { status: 200, body: { events: control.claim(id(req.params.claim_id)) } }));
-  r.post('/claims/:claim_id/expire', (req, res) => reply(res, { status: 200, body: { event: control.expireClaim(id(req.params.claim_id)) } }));
+  r.post('/claims/:claim_id/expire', (req, res) =>
+    reply(res, { status: 200, body: { event: control.expireClaim(id(req.params.claim_id)) } }),
+  );
   // What the control routes create belongs to the plane of the key that asks.
   const plane = (res: Response): Plane => (res.locals.caller as Caller).plane;
   r.post('/campaigns/status', (req, res) => {
     const b = parseBody(schemas.campaign, req.body);
-    reply(res, { status: 200, body: { event: control.campaignStatus({ status: b.status, plane: plane(res), ...(b.campaign_id ? { campaignId: b.campaign_id } : {}) }) } });
+    reply(res, {
+      status: 200,
+      body: {
+        event: control.campaignStatus({ status: b.status, plane: plane(res), ...(b.campaign_id ? { campaignId: b.campaign_id } : {}) }),
+      },
+    });
   });
   r.post('/trigger', (req, res) => {
     const b = parseBody(schemas.trigger, req.body);
@@ -107,7 +129,10 @@ export function createControlRouter(control: SandboxControl): Router {
   });
   r.post('/endpoints', async (req, res) => {
     const b = parseBody(schemas.endpoint, req.body);
-    reply(res, { status: 201, body: await control.registerEndpoint({ url: b.url, plane: plane(res), ...(b.events ? { events: b.events } : {}) }) });
+    reply(res, {
+      status: 201,
+      body: await control.registerEndpoint({ url: b.url, plane: plane(res), ...(b.events ? { events: b.events } : {}) }),
+    });
   });
 
   r.get('/faults', (_req, res) => reply(res, { status: 200, body: faultsView(control.faults()) }));
@@ -125,7 +150,10 @@ export function createControlRouter(control: SandboxControl): Router {
   });
   r.post('/faults/failure-window', (req, res) => {
     const b = parseBody(schemas.window, req.body);
-    reply(res, { status: 201, body: windowView(control.openFailureWindow({ durationMs: b.duration_ms, ...(b.endpoint_id ? { endpointId: b.endpoint_id } : {}) })) });
+    reply(res, {
+      status: 201,
+      body: windowView(control.openFailureWindow({ durationMs: b.duration_ms, ...(b.endpoint_id ? { endpointId: b.endpoint_id } : {}) })),
+    });
   });
   r.delete('/faults/failure-window', (_req, res) => {
     control.closeFailureWindow();
@@ -135,7 +163,15 @@ export function createControlRouter(control: SandboxControl): Router {
 
   r.post('/seed-deliveries', (req, res) => {
     const b = parseBody(schemas.seed, req.body);
-    reply(res, { status: 201, body: control.seedDeliveries({ endpointId: b.endpoint_id, count: b.count, status: b.status, ...(b.event_type ? { eventType: b.event_type } : {}) }) });
+    reply(res, {
+      status: 201,
+      body: control.seedDeliveries({
+        endpointId: b.endpoint_id,
+        count: b.count,
+        status: b.status,
+        ...(b.event_type ? { eventType: b.event_type } : {}),
+      }),
+    });
   });
 
   r.get('/wallet', (_req, res) => reply(res, { status: 200, body: control.wallet() }));
@@ -143,7 +179,8 @@ export function createControlRouter(control: SandboxControl): Router {
   r.get('/stats', (_req, res) => reply(res, { status: 200, body: control.stats() }));
   r.get('/idle', async (req, res) => {
     const raw = queryParam(req, 'timeout_ms') ?? '30000';
-    if (!/^\d{1,7}$/.test(raw) || Number(raw) < 1 || Number(raw) > 600_000) throw apiErrors.invalid('timeout_ms', 'expected a whole number from 1 to 600000');
+    if (!/^\d{1,7}$/.test(raw) || Number(raw) < 1 || Number(raw) > 600_000)
+      throw apiErrors.invalid('timeout_ms', 'expected a whole number from 1 to 600000');
     try {
       await control.waitForIdle(Number(raw));
     } catch {

@@ -43,7 +43,8 @@ export function queryParam(req: Request, name: string): string | undefined {
 export function parseLimit(req: Request, bounds: { default: number; max: number }): number {
   const raw = queryParam(req, 'limit');
   if (raw === undefined) return bounds.default;
-  if (!/^\d{1,7}$/.test(raw) || Number(raw) < 1 || Number(raw) > bounds.max) throw apiErrors.invalid('limit', `expected a whole number from 1 to ${bounds.max}`);
+  if (!/^\d{1,7}$/.test(raw) || Number(raw) < 1 || Number(raw) > bounds.max)
+    throw apiErrors.invalid('limit', `expected a whole number from 1 to ${bounds.max}`);
   return Number(raw);
 }
 
@@ -83,10 +84,15 @@ export function operation(scope: Scope | null, handler: Operation, options: { id
     }
     // Keys are scoped per organisation (the sandbox has one), plane and operation: the same key sent
     // with a sandbox key and then a live one is two requests, and the live one must debit the wallet.
-    const { response, replayed } = await options.idempotency.run(`${caller.plane} ${req.method} ${req.baseUrl}${req.path}`, key, req.body ?? null, async () => {
-      const r = await handler(req, caller);
-      return { status: r.status, body: r.body };
-    });
+    const { response, replayed } = await options.idempotency.run(
+      `${caller.plane} ${req.method} ${req.baseUrl}${req.path}`,
+      key,
+      req.body ?? null,
+      async () => {
+        const r = await handler(req, caller);
+        return { status: r.status, body: r.body };
+      },
+    );
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
     reply(res, response);
   };
@@ -146,7 +152,8 @@ export function errorHandler(logger: Logger) {
     if (err instanceof SandboxApiError) e = err;
     else if (type === 'entity.parse.failed') e = new SandboxApiError(400, 'invalid_json', 'The body is not valid JSON.');
     else if (type === 'entity.too.large') e = new SandboxApiError(413, 'payload_too_large', 'The body is larger than the sandbox accepts.');
-    else if (type === 'encoding.unsupported' || type === 'charset.unsupported') e = new SandboxApiError(415, 'unsupported_media_type', 'Send the body as UTF-8 JSON, uncompressed.');
+    else if (type === 'encoding.unsupported' || type === 'charset.unsupported')
+      e = new SandboxApiError(415, 'unsupported_media_type', 'Send the body as UTF-8 JSON, uncompressed.');
     else if (isPostroomError(err)) e = new SandboxApiError(400, 'invalid_request', err.message);
     else {
       logger.error({ err, method: req.method, path: req.path }, 'sandbox: unexpected error');

@@ -11,24 +11,45 @@ import { operation, parseLimit, queryParam } from './http.js';
 export const PAGE_LIMITS = { default: 100, max: 1000 } as const;
 
 /** Webhook endpoints and the delivery log. */
-export function createWebhooksRouter(deps: { endpoints: EndpointService; deliveries: DeliveryStore; triggers: Triggers; idempotency: IdempotencyStore }): Router {
+export function createWebhooksRouter(deps: {
+  endpoints: EndpointService;
+  deliveries: DeliveryStore;
+  triggers: Triggers;
+  idempotency: IdempotencyStore;
+}): Router {
   const r = Router();
   const idem = { idempotency: deps.idempotency };
   const body = (raw: unknown): Record<string, unknown> => (raw ?? {}) as Record<string, unknown>;
 
   // Every operation acts within the caller's plane: the other plane's endpoints and deliveries are 404.
-  r.post('/webhook-endpoints', operation('webhooks.write', async (req, caller) => ({ status: 201, body: await deps.endpoints.create(body(req.body), caller.plane) }), idem));
+  r.post(
+    '/webhook-endpoints',
+    operation(
+      'webhooks.write',
+      async (req, caller) => ({ status: 201, body: await deps.endpoints.create(body(req.body), caller.plane) }),
+      idem,
+    ),
+  );
   r.get(
     '/webhook-endpoints',
-    operation('webhooks.read', (req, caller) => ({ status: 200, body: deps.endpoints.list({ limit: parseLimit(req, PAGE_LIMITS), cursor: queryParam(req, 'cursor') }, caller.plane) })),
+    operation('webhooks.read', (req, caller) => ({
+      status: 200,
+      body: deps.endpoints.list({ limit: parseLimit(req, PAGE_LIMITS), cursor: queryParam(req, 'cursor') }, caller.plane),
+    })),
   );
   r.get(
     '/webhook-endpoints/:endpoint_id',
-    operation('webhooks.read', (req, caller) => ({ status: 200, body: endpointView(deps.endpoints.get(String(req.params.endpoint_id), caller.plane)) })),
+    operation('webhooks.read', (req, caller) => ({
+      status: 200,
+      body: endpointView(deps.endpoints.get(String(req.params.endpoint_id), caller.plane)),
+    })),
   );
   r.patch(
     '/webhook-endpoints/:endpoint_id',
-    operation('webhooks.write', async (req, caller) => ({ status: 200, body: await deps.endpoints.update(String(req.params.endpoint_id), body(req.body), caller.plane) })),
+    operation('webhooks.write', async (req, caller) => ({
+      status: 200,
+      body: await deps.endpoints.update(String(req.params.endpoint_id), body(req.body), caller.plane),
+    })),
   );
   r.delete(
     '/webhook-endpoints/:endpoint_id',
@@ -39,7 +60,11 @@ export function createWebhooksRouter(deps: { endpoints: EndpointService; deliver
   );
   r.post(
     '/webhook-endpoints/:endpoint_id/rotate-secret',
-    operation('webhooks.write', (req, caller) => ({ status: 200, body: deps.endpoints.rotateSecret(String(req.params.endpoint_id), caller.plane) }), idem),
+    operation(
+      'webhooks.write',
+      (req, caller) => ({ status: 200, body: deps.endpoints.rotateSecret(String(req.params.endpoint_id), caller.plane) }),
+      idem,
+    ),
   );
   r.post(
     '/webhook-endpoints/:endpoint_id/test',
@@ -49,7 +74,15 @@ export function createWebhooksRouter(deps: { endpoints: EndpointService; deliver
         const endpointId = String(req.params.endpoint_id);
         const event = deps.triggers.test(endpointId, caller.plane);
         const d = deps.deliveries.latestFor(endpointId);
-        return { status: 202, body: { endpoint_id: endpointId, event_id: event.event_id, event_type: event.type, delivery_id: d?.eventId === event.event_id ? d.deliveryId : null } };
+        return {
+          status: 202,
+          body: {
+            endpoint_id: endpointId,
+            event_id: event.event_id,
+            event_type: event.type,
+            delivery_id: d?.eventId === event.event_id ? d.deliveryId : null,
+          },
+        };
       },
       idem,
     ),
@@ -60,10 +93,18 @@ export function createWebhooksRouter(deps: { endpoints: EndpointService; deliver
     operation('webhooks.read', (req, caller) => {
       const limit = parseLimit(req, PAGE_LIMITS);
       const status = queryParam(req, 'status');
-      if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status)) throw apiErrors.invalid('status', `expected one of ${DELIVERY_STATUSES.join(', ')}`);
+      if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status))
+        throw apiErrors.invalid('status', `expected one of ${DELIVERY_STATUSES.join(', ')}`);
       const endpointId = queryParam(req, 'endpoint_id');
-      if (endpointId !== undefined && (endpointId === '' || endpointId.length > 128)) throw apiErrors.invalid('endpoint_id', 'expected an endpoint id');
-      const page = deps.deliveries.page({ limit, status: status as DeliveryStatus | undefined, endpointId, cursor: queryParam(req, 'cursor'), plane: caller.plane });
+      if (endpointId !== undefined && (endpointId === '' || endpointId.length > 128))
+        throw apiErrors.invalid('endpoint_id', 'expected an endpoint id');
+      const page = deps.deliveries.page({
+        limit,
+        status: status as DeliveryStatus | undefined,
+        endpointId,
+        cursor: queryParam(req, 'cursor'),
+        plane: caller.plane,
+      });
       return { status: 200, body: { deliveries: page.deliveries.map(toRecord), next_cursor: page.nextCursor } };
     }),
   );
