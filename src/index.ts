@@ -15,7 +15,6 @@ export {
 export type { EventHandler, EveryEventHandler, HandlerContext, HandlerMap, UnknownEventHandler } from './events/handlers.js';
 export type { InboxSource } from './inbox/types.js';
 export type { WorkerOptions } from './worker/options.js';
-export type { RetryBackoff } from './worker/backoff.js';
 export type { DrainResult } from './worker/worker.js';
 export { EventError, type EventErrorCode, type EventErrorContext, type OnErrorHook } from './events/event-error.js';
 export type { NodeWebhookHandler } from './ingress/ingress.js';
@@ -85,6 +84,7 @@ export {
   type ApiClientOptions,
   type ApiErrorCode,
   type BackoffPolicy,
+  type Jitter,
   type ClientTls,
   type Sleep,
   type Timeouts,

@@ -9,7 +9,7 @@ import { VERSION } from '../version.js';
 import { createApiDispatcher, type ClientTls } from './dispatcher.js';
 import { DEFAULT_TIMEOUTS, createTransport, resolveBase, type Sleep, type Timeouts } from './http.js';
 import { planeFromKey } from './plane.js';
-import type { BackoffPolicy } from './retry.js';
+import type { BackoffPolicy } from '../backoff.js';
 import { apiKeysResource } from './resources/api-keys.js';
 import type { ResourceContext } from './resources/context.js';
 import { correspondenceResource } from './resources/correspondence.js';

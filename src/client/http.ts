@@ -4,7 +4,8 @@ import type { Logger } from '../logging/logger.js';
 import { createRedactor } from '../logging/redact.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { ApiError, codeForStatus, type ApiErrorCode } from './errors.js';
-import { DEFAULT_BACKOFF, RETRYABLE_STATUSES, backoffDelay, parseRetryAfter, type BackoffPolicy } from './retry.js';
+import { backoffDelay, type BackoffPolicy } from '../backoff.js';
+import { DEFAULT_BACKOFF, RETRYABLE_STATUSES, parseRetryAfter } from './retry.js';
 import { scopeFor, type OperationName } from './scopes.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';

@@ -4,5 +4,5 @@ export { ApiError, API_ERROR_CODES, isApiError, type ApiErrorCode } from './erro
 export { OPERATION_SCOPES } from './scopes.js';
 export type { ClientTls } from './dispatcher.js';
 export type { Timeouts, Sleep } from './http.js';
-export type { BackoffPolicy } from './retry.js';
+export type { BackoffPolicy, Jitter } from '../backoff.js';
 export * from './types.js';

@@ -1,24 +1,9 @@
+import type { BackoffPolicy } from '../backoff.js';
+
 /** Statuses worth another attempt: throttling and the gateway/server failures that are usually transient. */
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 
-export interface BackoffPolicy {
-  /** Upper bound of the first retry's delay. */
-  baseDelayMs: number;
-  /** No single delay exceeds this, however many attempts. */
-  maxDelayMs: number;
-}
-
-export const DEFAULT_BACKOFF: BackoffPolicy = { baseDelayMs: 250, maxDelayMs: 10_000 };
-
-/**
- * Exponential backoff with full jitter (a uniform draw from 0 to the exponential
- * bound): callers that failed together do not retry together.
- * `attempt` is the number of the attempt that just failed, from 1.
- */
-export function backoffDelay(attempt: number, random: () => number, policy: BackoffPolicy = DEFAULT_BACKOFF): number {
-  const bound = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attempt - 1));
-  return Math.floor(random() * bound);
-}
+export const DEFAULT_BACKOFF: BackoffPolicy = { baseDelayMs: 250, maxDelayMs: 10_000, jitter: 'full' };
 
 /**
  * Retry-After as seconds or an HTTP date, in milliseconds from `nowMs`.

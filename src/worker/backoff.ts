@@ -1,20 +1,9 @@
-export interface RetryBackoff {
-  /** Delay before the second attempt, before jitter. */
-  baseMs: number;
-  /** Upper bound of any delay. */
-  maxMs: number;
-}
+import type { BackoffPolicy } from '../backoff.js';
 
-export const DEFAULT_RETRY_BACKOFF: RetryBackoff = { baseMs: 1000, maxMs: 60 * 60 * 1000 };
+/** A failed event waits 1 s, 2 s, 4 s … up to an hour; half of each delay is fixed, so no retry comes early. */
+export const DEFAULT_RETRY_BACKOFF: BackoffPolicy = { baseDelayMs: 1000, maxDelayMs: 60 * 60 * 1000, jitter: 'equal' };
 
-/**
- * Delay before the next attempt after `attempt` failed (attempt 1 = the first
- * try): exponential, capped, with "equal jitter" — half the delay fixed, half
- * random — so a burst of failures spreads out without any retry coming
- * suspiciously early.
- */
-export function retryDelayMs(attempt: number, random: () => number, policy: RetryBackoff = DEFAULT_RETRY_BACKOFF): number {
-  const exponent = Math.min(Math.max(attempt, 1) - 1, 40);
-  const ceiling = Math.min(policy.maxMs, policy.baseMs * 2 ** exponent);
-  return Math.round(ceiling / 2 + random() * (ceiling / 2));
+/** The worker's and forwarder's jitter unless a policy names its own: a retry re-runs a handler, so none comes early. */
+export function withEqualJitter(policy: BackoffPolicy): BackoffPolicy {
+  return policy.jitter ? policy : { ...policy, jitter: 'equal' };
 }

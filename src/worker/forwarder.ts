@@ -2,7 +2,8 @@ import { Agent, request, type Dispatcher } from 'undici';
 import type { EveryEventHandler } from '../events/handlers.js';
 import { sign } from '../signature/index.js';
 import { VERSION } from '../version.js';
-import { retryDelayMs, type RetryBackoff } from './backoff.js';
+import { backoffDelay, type BackoffPolicy } from '../backoff.js';
+import { withEqualJitter } from './backoff.js';
 import { ForwardError } from './errors.js';
 
 export interface ForwarderOptions {
@@ -15,7 +16,7 @@ export interface ForwarderOptions {
   /** Requests per handler call before the event goes down the worker's retry path (default 3). */
   attempts?: number;
   /** Pause between those requests (default 200 ms doubling, at most 5 s). */
-  retryBackoff?: RetryBackoff;
+  retryBackoff?: BackoffPolicy;
   /** Injected by tests; defaults to an Agent owned (and closed) by the forwarder. */
   dispatcher?: Dispatcher;
   random?: () => number;
@@ -42,7 +43,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const owned = options.dispatcher ? undefined : new Agent({ connectTimeout: options.timeoutMs, keepAliveTimeout: 10_000 });
   const dispatcher = options.dispatcher ?? owned!;
   const attempts = options.attempts ?? 3;
-  const backoff = options.retryBackoff ?? { baseMs: 200, maxMs: 5000 };
+  const backoff = withEqualJitter(options.retryBackoff ?? { baseDelayMs: 200, maxDelayMs: 5000 });
   const random = options.random ?? Math.random;
 
   async function postOnce(body: string, headers: Record<string, string>, signal: AbortSignal): Promise<{ status: number; text: string }> {
@@ -71,7 +72,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     };
     let last = '';
     for (let attempt = 1; attempt <= attempts; attempt++) {
-      if (attempt > 1) await pause(retryDelayMs(attempt - 1, random, backoff), ctx.signal);
+      if (attempt > 1) await pause(backoffDelay(attempt - 1, random, backoff), ctx.signal);
       try {
         const res = await postOnce(body, headers, ctx.signal);
         if (res.status >= 200 && res.status < 300) return;

@@ -1,5 +1,6 @@
 import type { WorkerConfig } from '../config/config.js';
-import { DEFAULT_RETRY_BACKOFF, type RetryBackoff } from './backoff.js';
+import type { BackoffPolicy } from '../backoff.js';
+import { DEFAULT_RETRY_BACKOFF } from './backoff.js';
 
 export interface WorkerOptions {
   /** Parallel batch loops (each holds one connection while it runs a batch). */
@@ -13,7 +14,8 @@ export interface WorkerOptions {
   /** Polling fallback: notifications are hints and may be missed. */
   pollIntervalMs: number;
   handlerTimeoutMs: number;
-  retryBackoff: RetryBackoff;
+  /** Delay before an event's next attempt; `jitter` defaults to `equal` here. */
+  retryBackoff: BackoffPolicy;
   /** LISTEN for inbox inserts (default true). */
   listen: boolean;
 }

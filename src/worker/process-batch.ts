@@ -4,7 +4,8 @@ import type { HandlerRegistry } from '../events/registry.js';
 import { validateEvent, type ValidatedEvent } from '../events/validate.js';
 import type { Logger } from '../logging/logger.js';
 import { applyToProjection } from '../projection/apply.js';
-import { retryDelayMs } from './backoff.js';
+import { backoffDelay } from '../backoff.js';
+import { withEqualJitter } from './backoff.js';
 import type { ClaimedEvent } from './claim-queries.js';
 import { completeEvents, lockClaimed, type Completion } from './complete-queries.js';
 import type { WorkerOptions } from './options.js';
@@ -161,7 +162,7 @@ function failure<Api>(bc: BatchContext<Api>, row: ClaimedEvent, err: unknown, ru
     bc.logger.error(log, 'event failed its last attempt; dead (replay it with `postroom inbox replay` once fixed)');
     return { row, completion: { eventId: row.event_id, status: 'dead', error, retryInMs: null, attemptsDelta: 0 }, handlerRun: run };
   }
-  const retryInMs = retryDelayMs(row.attempts, bc.random, bc.options.retryBackoff);
+  const retryInMs = backoffDelay(row.attempts, bc.random, withEqualJitter(bc.options.retryBackoff));
   bc.logger.warn({ ...log, retry_in_ms: retryInMs }, 'event handler failed; will retry');
   return { row, completion: { eventId: row.event_id, status: 'failed', error, retryInMs, attemptsDelta: 0 }, handlerRun: run };
 }

@@ -99,12 +99,18 @@ describe('forwarder to a core that fails sometimes', () => {
       secret: SECRET,
       timeoutMs: options.timeoutMs ?? 300,
       attempts: options.attempts ?? 3,
-      retryBackoff: { baseMs: 5, maxMs: 20 },
+      retryBackoff: { baseDelayMs: 5, maxDelayMs: 20 },
     });
     const retry = options.workerRetryMs ?? 600_000;
     postroom = createPostroom({
       db: store.db,
-      worker: { batchSize: 20, concurrency: 2, pollIntervalMs: 20, retryBackoff: { baseMs: retry, maxMs: retry }, maxAttempts: 50 },
+      worker: {
+        batchSize: 20,
+        concurrency: 2,
+        pollIntervalMs: 20,
+        retryBackoff: { baseDelayMs: retry, maxDelayMs: retry },
+        maxAttempts: 50,
+      },
     });
     postroom.onEvery(forwarder.handler);
     return postroom;

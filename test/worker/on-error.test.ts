@@ -23,7 +23,7 @@ describe('createPostroom({ onError })', () => {
     const postroom = createPostroom({
       db: store.db,
       secrets: [SECRET],
-      worker: { listen: false, maxAttempts: 2, retryBackoff: { baseMs: 0, maxMs: 0 } },
+      worker: { listen: false, maxAttempts: 2, retryBackoff: { baseDelayMs: 0, maxDelayMs: 0 } },
       onError: (error, context) => void reported.push({ error, context }),
     });
     const boom = new Error('downstream refused');

@@ -12,7 +12,7 @@ const OPTIONS: Partial<WorkerOptions> = {
   batchSize: 3,
   concurrency: 4,
   listen: true,
-  retryBackoff: { baseMs: 30, maxMs: 30 },
+  retryBackoff: { baseDelayMs: 30, maxDelayMs: 30 },
 };
 
 /** `n` acts of one correspondence, one second apart, ids unrelated to their order. */
@@ -89,7 +89,7 @@ describe.each(kinds)('ordering per correspondence (%s)', (kind) => {
     const a = history('cor_a', 5, 1);
     const b = history('cor_b', 5, 2);
     await insertEnvelopes(store.db, [...a, ...b]);
-    postroom = createPostroom({ db: store.db, worker: { ...OPTIONS, retryBackoff: { baseMs: 600_000, maxMs: 600_000 } } });
+    postroom = createPostroom({ db: store.db, worker: { ...OPTIONS, retryBackoff: { baseDelayMs: 600_000, maxDelayMs: 600_000 } } });
     postroom.on('participant.acted', (e) => {
       if (e.event_id === a[0]!.event_id) throw new Error('head of cor_a fails');
     });
@@ -104,7 +104,7 @@ describe.each(kinds)('ordering per correspondence (%s)', (kind) => {
     await insertEnvelopes(store.db, a);
     postroom = createPostroom({
       db: store.db,
-      worker: { ...OPTIONS, orderingHoldSeconds: 1, retryBackoff: { baseMs: 600_000, maxMs: 600_000 } },
+      worker: { ...OPTIONS, orderingHoldSeconds: 1, retryBackoff: { baseDelayMs: 600_000, maxDelayMs: 600_000 } },
     });
     const handled: string[] = [];
     postroom.on('participant.acted', (e) => {

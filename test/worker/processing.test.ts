@@ -8,7 +8,12 @@ import { countByStatus, createEffectsTable, EFFECT_SQL, envelope, inboxRow, inse
 
 const kinds = await availableStoreKinds();
 
-const FAST: Partial<WorkerOptions> = { pollIntervalMs: 50, retryBackoff: { baseMs: 60_000, maxMs: 60_000 }, maxAttempts: 3, listen: false };
+const FAST: Partial<WorkerOptions> = {
+  pollIntervalMs: 50,
+  retryBackoff: { baseDelayMs: 60_000, maxDelayMs: 60_000 },
+  maxAttempts: 3,
+  listen: false,
+};
 
 const acted = (cid: string, pid: string, act: string, at: string) =>
   envelope('participant.acted', { correspondence_id: cid, participant_id: pid, act, ref: `ref-${pid}` }, at);

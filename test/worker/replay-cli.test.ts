@@ -8,7 +8,7 @@ import { adminUrl, availableStoreKinds, openTestStore, type TestStore } from '..
 import { countByStatus, createEffectsTable, EFFECT_SQL, envelope, inboxRow, insertEnvelopes, makeDue, toRow } from './support.js';
 
 const kinds = await availableStoreKinds();
-const OPTIONS: Partial<WorkerOptions> = { maxAttempts: 3, listen: false, retryBackoff: { baseMs: 60_000, maxMs: 60_000 } };
+const OPTIONS: Partial<WorkerOptions> = { maxAttempts: 3, listen: false, retryBackoff: { baseDelayMs: 60_000, maxDelayMs: 60_000 } };
 
 const acted = (cid: string, act: string) => envelope('participant.acted', { correspondence_id: cid, participant_id: 'p', act, ref: 'r' });
 
