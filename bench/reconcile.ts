@@ -3,58 +3,18 @@
  * `postroom reconcile` as a separate process; deliveries/s and peak RSS of the
  * reconciler, at 10k and 100k, to show memory stays flat as the count grows.
  */
-import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { request } from 'undici';
 import { createPgDb } from '../src/db/pg.js';
 import { migrate } from '../src/db/migrate.js';
 import { silentLogger } from '../src/logging/logger.js';
+import { SANDBOX_KEY, cli, control, startSandbox } from './lib/cli.js';
 import { benchDatabase } from './lib/pg.js';
 import { sampleRss } from './lib/processes.js';
-import { BENCH_DIR, table, writeResult } from './lib/report.js';
-
-const ROOT = path.dirname(BENCH_DIR);
-const KEY = 'svc_sandbox_bench0000000000000000000000000001';
-
-function cli(args: string[], env: Record<string, string>) {
-  // The compiled CLI, as users run it (`npm run bench` builds first).
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/postroom.js'), ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (err += d));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-  return { child, exited, out: () => out, err: () => err };
-}
-
-async function control(base: string, method: string, p: string, body?: unknown): Promise<Record<string, unknown>> {
-  const res = await request(`${base}${p}`, {
-    method,
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.body.json()) as Record<string, unknown>;
-  if (res.statusCode >= 300) throw new Error(`${method} ${p}: ${res.statusCode} ${JSON.stringify(json)}`);
-  return json;
-}
+import { table, writeResult } from './lib/report.js';
 
 export async function benchReconcile(options: { counts?: number[] } = {}): Promise<Record<string, unknown>> {
   const counts = options.counts ?? [10_000, 100_000];
-  const port = 18_900 + Math.floor(Math.random() * 500);
-  const sandbox = cli(['sandbox', '--port', String(port), '--key', KEY, '--allow-private-targets', '--seed', '1'], {});
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 200; i++) {
-    try {
-      await control(base, 'GET', '/sandbox/stats');
-      break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  const sandbox = await startSandbox(18_900 + Math.floor(Math.random() * 500));
+  const base = sandbox.base;
   const rows: Array<Record<string, string | number>> = [];
   try {
     for (const count of counts) {
@@ -74,7 +34,7 @@ export async function benchReconcile(options: { counts?: number[] } = {}): Promi
         const run = cli(['reconcile', '--endpoint', String(ep.endpoint_id), '--json'], {
           DATABASE_URL: database.url,
           POSTROOM_API_BASE_URL: base,
-          POSTROOM_API_KEY: KEY,
+          POSTROOM_API_KEY: SANDBOX_KEY,
         });
         const rss = sampleRss(run.child.pid!, 50);
         await run.exited;
@@ -95,8 +55,7 @@ export async function benchReconcile(options: { counts?: number[] } = {}): Promi
       }
     }
   } finally {
-    sandbox.child.kill('SIGTERM');
-    await sandbox.exited;
+    await sandbox.stop();
   }
   const growth = (rows[rows.length - 1]!['peak RSS MiB'] as number) / (rows[0]!['peak RSS MiB'] as number);
   console.log(

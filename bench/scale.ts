@@ -6,9 +6,12 @@
  * the database is dropped at the end.
  *
  * Measured at each size: ingest (wrk against `serve --role ingress`), a worker
- * claim of 100 from a backlog of 1,000, a /metrics scrape, `inbox stats`, and the
- * inbox side of reconcile and audit (their per-page event-id lookup; the rest of
- * their work is the service's delivery list, which does not depend on the inbox).
+ * claim of 100 from a backlog of 1,000, a /metrics scrape, `inbox stats`, the
+ * inbox side of reconcile and audit (their per-page event-id lookup), and both
+ * commands end to end as on-call runs them (`postroom reconcile` over 2,000 dead
+ * deliveries and `postroom audit --since 24h` over 2,000 delivered ones, against
+ * the sandbox as its own process; a fresh endpoint per size, so both sizes do
+ * the same work).
  */
 import fs from 'node:fs';
 import { createPgDb } from '../src/db/pg.js';
@@ -21,6 +24,7 @@ import { inboxStats } from '../src/inbox/admin-queries.js';
 import { benchDatabase } from './lib/pg.js';
 import { stop } from './lib/processes.js';
 import { median, startPostroom } from './lib/receivers.js';
+import { SANDBOX_KEY, cli, control, startSandbox } from './lib/cli.js';
 import { table, writeResult } from './lib/report.js';
 import { requireWrk, runWrk, writeRequests } from './lib/wrk.js';
 
@@ -54,7 +58,41 @@ async function timeMs(fn: () => Promise<unknown>, n: number): Promise<number> {
   return median(xs);
 }
 
-async function measure(db: Db, url: string, rows: number, seconds: number): Promise<Record<string, number>> {
+const COMMAND_DELIVERIES = 2000;
+
+/** One CLI command's wall time (process start included, as on-call sees it), median of `n`. */
+async function commandMs(args: string[], env: Record<string, string>, okExits: number[], n: number): Promise<number> {
+  return timeMs(async () => {
+    const run = cli(args, env);
+    const code = await run.exited;
+    if (!okExits.includes(code ?? -1)) throw new Error(`postroom ${args.join(' ')} exited ${code}: ${run.err().slice(0, 500)}`);
+  }, n);
+}
+
+/** `reconcile` and `audit --since 24h` end to end, each on its own fresh endpoint of the sandbox. */
+async function measureCommands(url: string, sandboxBase: string, out: Record<string, number>): Promise<void> {
+  const env = { DATABASE_URL: url, POSTROOM_API_BASE_URL: sandboxBase, POSTROOM_API_KEY: SANDBOX_KEY };
+  const dead = await control(sandboxBase, 'POST', '/sandbox/endpoints', { url: 'http://127.0.0.1:9/never' });
+  await control(sandboxBase, 'POST', '/sandbox/seed-deliveries', {
+    endpoint_id: dead.endpoint_id,
+    count: COMMAND_DELIVERIES,
+    status: 'dead',
+    event_type: 'participant.acted',
+  });
+  // The first run records every gap, later runs find them recorded: the median is a repeat run, at both sizes.
+  out['reconcile ms'] = await commandMs(['reconcile', '--endpoint', String(dead.endpoint_id), '--json'], env, [0, 2], 5);
+  const delivered = await control(sandboxBase, 'POST', '/sandbox/endpoints', { url: 'http://127.0.0.1:9/never' });
+  await control(sandboxBase, 'POST', '/sandbox/seed-deliveries', {
+    endpoint_id: delivered.endpoint_id,
+    count: COMMAND_DELIVERIES,
+    status: 'delivered',
+    event_type: 'participant.acted',
+  });
+  // None of the seeded events is in the inbox, so audit reports them missing (exit 3): the same lookups at both sizes.
+  out['audit 24h ms'] = await commandMs(['audit', '--since', '24h', '--endpoint', String(delivered.endpoint_id), '--json'], env, [0, 3], 5);
+}
+
+async function measure(db: Db, url: string, rows: number, seconds: number, sandboxBase: string): Promise<Record<string, number>> {
   const port = 19_600 + Math.floor(Math.random() * 300);
   const server = await startPostroom('ingress', port, { DATABASE_URL: url, POSTROOM_WEBHOOK_SECRETS: SECRET });
   const out: Record<string, number> = { 'inbox rows': rows };
@@ -90,6 +128,7 @@ async function measure(db: Db, url: string, rows: number, seconds: number): Prom
   await db.query(
     `UPDATE inbox SET status = 'processed', processed_at = now(), locked_by = NULL, locked_until = NULL WHERE status IN ('received', 'processing')`,
   );
+  await measureCommands(url, sandboxBase, out);
   return out;
 }
 
@@ -100,18 +139,20 @@ export async function benchScale(options: { small?: number; large?: number; seco
   const seconds = options.seconds ?? 10;
   const database = await benchDatabase();
   const db = createPgDb({ url: database.url, poolSize: 2, logger: silentLogger() });
+  const sandbox = await startSandbox(19_950 + Math.floor(Math.random() * 40));
   const rows: Array<Record<string, number>> = [];
   const started = Date.now();
   let growSeconds = 0;
   try {
     await migrate(db);
     await grow(db, 0, small);
-    rows.push(await measure(db, database.url, small, seconds));
+    rows.push(await measure(db, database.url, small, seconds, sandbox.base));
     const g = Date.now();
     await grow(db, small, large);
     growSeconds = (Date.now() - g) / 1000;
-    rows.push(await measure(db, database.url, large, seconds));
+    rows.push(await measure(db, database.url, large, seconds, sandbox.base));
   } finally {
+    await sandbox.stop();
     await db.close();
     await database.drop();
   }
