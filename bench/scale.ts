@@ -118,10 +118,18 @@ async function measure(db: Db, url: string, rows: number, seconds: number, sandb
   );
   // As autovacuum would have by now: the ingested rows just finished leave dead entries in the partial indexes.
   await db.exec('VACUUM ANALYZE inbox');
-  out['claim 100 ms'] = await timeMs(
-    () => claimBatch(db, { workerId: `bench-${rows}`, limit: 100, leaseSeconds: 60, orderingHoldSeconds: 60 }),
-    8,
-  );
+  // Every claim starts from the same backlog: the rows the last one took are handed back, untimed.
+  const claims: number[] = [];
+  for (let i = 0; i < 15; i++) {
+    const t = performance.now();
+    const got = await claimBatch(db, { workerId: `bench-${rows}`, limit: 100, leaseSeconds: 60, orderingHoldSeconds: 60 });
+    claims.push(performance.now() - t);
+    await db.query(
+      `UPDATE inbox SET status = 'received', attempts = 0, locked_by = NULL, locked_until = NULL WHERE event_id = ANY($1::text[])`,
+      [got.map((e) => e.event_id)],
+    );
+  }
+  out['claim 100 ms'] = median(claims);
   out['inbox stats ms'] = await timeMs(() => inboxStats(db), 10);
   const ids = Array.from({ length: 200 }, (_, i) => (i % 2 ? `evt_missing_${i}` : `evt_${i}`));
   out['reconcile/audit page lookup ms'] = await timeMs(() => eventIdsInInbox(db, ids), 20);
