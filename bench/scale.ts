@@ -97,7 +97,7 @@ async function measure(db: Db, url: string, rows: number, seconds: number, sandb
   const server = await startPostroom('ingress', port, { DATABASE_URL: url, POSTROOM_WEBHOOK_SECRETS: SECRET });
   const out: Record<string, number> = { 'inbox rows': rows };
   try {
-    out['/metrics scrape ms'] = await timeMs(async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), 20);
+    out['/metrics scrape ms'] = await timeMs(async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), 60);
     const reqs = writeRequests(seconds * 30_000, SECRET, 0);
     try {
       const w = await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds });
@@ -130,9 +130,9 @@ async function measure(db: Db, url: string, rows: number, seconds: number, sandb
     );
   }
   out['claim 100 ms'] = median(claims);
-  out['inbox stats ms'] = await timeMs(() => inboxStats(db), 10);
+  out['inbox stats ms'] = await timeMs(() => inboxStats(db), 60);
   const ids = Array.from({ length: 200 }, (_, i) => (i % 2 ? `evt_missing_${i}` : `evt_${i}`));
-  out['reconcile/audit page lookup ms'] = await timeMs(() => eventIdsInInbox(db, ids), 20);
+  out['reconcile/audit page lookup ms'] = await timeMs(() => eventIdsInInbox(db, ids), 60);
   await db.query(
     `UPDATE inbox SET status = 'processed', processed_at = now(), locked_by = NULL, locked_until = NULL WHERE status IN ('received', 'processing')`,
   );
