@@ -1,21 +1,24 @@
 /**
  * Worker: drain 50,000 received events with a no-op handler (projection on),
- * and the same count of no-op jobs through graphile-worker, in the same run.
+ * and the same count of no-op jobs through the current graphile-worker, in the
+ * same run. Both run under the same Node (24: graphile-worker 0.18 needs
+ * >= 22.18), each in its own process; this process only prepares the databases.
  */
+import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { Logger as GraphileLogger, run as runGraphile, runMigrations } from 'graphile-worker';
-import pg from 'pg';
+import fs from 'node:fs';
+import path from 'node:path';
 import { createPgDb } from '../src/db/pg.js';
 import { migrate } from '../src/db/migrate.js';
 import { insertInboxBatch } from '../src/inbox/insert-queries.js';
 import type { NewInboxEvent } from '../src/inbox/types.js';
 import { silentLogger } from '../src/logging/logger.js';
-import { createPostroom } from '../src/app/postroom.js';
 import { benchDatabase } from './lib/pg.js';
 import { sampleRss } from './lib/processes.js';
-import { table, writeResult } from './lib/report.js';
+import { BENCH_DIR, table, writeResult } from './lib/report.js';
 
 const ACTS = ['delivered', 'read', 'approved', 'signed'];
+const GRAPHILE_DIR = path.join(BENCH_DIR, 'graphile-worker');
 
 function event(i: number, correspondences: number): NewInboxEvent {
   const cid = `cor_${i % correspondences}`;
@@ -44,22 +47,52 @@ function event(i: number, correspondences: number): NewInboxEvent {
   };
 }
 
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('benchmark did not finish in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** The Node binary both sides run on: `npx -y node@24`, resolved once so RSS is sampled on that process. */
+function benchNode(spec: string): string {
+  return execFileSync('npx', ['-y', spec, '-p', 'process.execPath'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+}
+
+/** graphile-worker lives in its own package (bench/graphile-worker), installed on first use or when its pin moves. */
+function ensureGraphileWorker(): void {
+  const lock = JSON.parse(fs.readFileSync(path.join(GRAPHILE_DIR, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { version?: string }>;
+  };
+  const wanted = lock.packages['node_modules/graphile-worker']?.version;
+  const installed = path.join(GRAPHILE_DIR, 'node_modules/graphile-worker/package.json');
+  if (fs.existsSync(installed) && (JSON.parse(fs.readFileSync(installed, 'utf8')) as { version: string }).version === wanted) return;
+  console.log(`installing graphile-worker ${wanted} (npm ci --prefix bench/graphile-worker)`);
+  execFileSync('npm', ['ci', '--prefix', GRAPHILE_DIR, '--silent', '--no-audit', '--no-fund'], { stdio: 'inherit' });
+}
+
+/** Runs one side in its own process; returns its JSON line and the process's peak RSS. */
+async function runSide(node: string, script: string, args: string[]): Promise<{ result: Record<string, unknown>; rssMiB: number }> {
+  const child = spawn(node, [script, ...args], { cwd: path.dirname(BENCH_DIR), stdio: ['ignore', 'pipe', 'inherit'] });
+  const rss = sampleRss(child.pid!);
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  const code = await new Promise<number | null>((resolve, reject) => child.once('error', reject).once('exit', resolve));
+  const rssMiB = rss.stop();
+  if (code !== 0) throw new Error(`${path.relative(BENCH_DIR, script)} exited with ${code}`);
+  return { result: JSON.parse(out.trim().split('\n').at(-1)!) as Record<string, unknown>, rssMiB };
 }
 
 export async function benchWorker(
-  options: { events?: number; correspondences?: number; concurrency?: number } = {},
+  options: { events?: number; correspondences?: number; concurrency?: number; node?: string } = {},
 ): Promise<Record<string, unknown>> {
   const n = options.events ?? 50_000;
   const correspondences = options.correspondences ?? 5_000;
   const concurrency = options.concurrency ?? 4;
-  const database = await benchDatabase();
+  const node = benchNode(options.node ?? 'node@24');
+  ensureGraphileWorker();
   const rows: Array<Record<string, string | number>> = [];
+  const row = (worker: string, seconds: number, rssMiB: number): void => {
+    rows.push({ worker, events: n, seconds, 'events/s': Math.round(n / seconds), 'RSS MiB': Math.round(rssMiB) });
+  };
+
+  // postroom: the worker as `serve` runs it, with the projection, a no-op user handler.
+  let participants: number;
+  let nodeVersion: string;
+  const database = await benchDatabase();
   try {
     const setup = createPgDb({ url: database.url, poolSize: 2, logger: silentLogger() });
     await migrate(setup);
@@ -69,80 +102,45 @@ export async function benchWorker(
         Array.from({ length: Math.min(1000, n - i) }, (_, k) => event(i + k, correspondences)),
       );
     await setup.exec('VACUUM ANALYZE inbox');
-
-    // postroom: the worker as `serve` runs it, with the projection, a no-op user handler.
-    const db = createPgDb({ url: database.url, poolSize: concurrency + 1, logger: silentLogger() });
-    const postroom = createPostroom({ db, logger: silentLogger(), worker: { concurrency, batchSize: 100, pollIntervalMs: 20 } });
-    postroom.on('participant.acted', async () => undefined);
-    const rss = sampleRss(process.pid);
-    let started = performance.now();
-    await postroom.start();
-    await waitFor(
-      async () => (await setup.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbox WHERE status = 'processed'`)).rows[0]!.n >= n,
-      600_000,
-    );
-    let seconds = (performance.now() - started) / 1000;
-    await postroom.stop(5000);
-    await db.close();
-    rows.push({
-      worker: `postroom (projection on, ${concurrency} loops, batch 100)`,
-      events: n,
-      seconds,
-      'events/s': Math.round(n / seconds),
-      'RSS MiB': Math.round(rss.stop()),
-    });
-    const participants = (await setup.query<{ n: number }>('SELECT count(*)::int AS n FROM participant_projection')).rows[0]!.n;
     await setup.close();
-
-    // graphile-worker: the job queue a user would reach for, same count of no-op jobs, same concurrency.
-    await runMigrations({ connectionString: database.url, logger: quietGraphileLogger() });
-    const c = new pg.Client({ connectionString: database.url });
-    await c.connect();
-    await c.query(`SELECT graphile_worker.add_job('noop', json_build_object('i', g)) FROM generate_series(1, $1::int) g`, [n]);
-    await c.end();
-    let done = 0;
-    const rss2 = sampleRss(process.pid);
-    started = performance.now();
-    const runner = await runGraphile({
-      connectionString: database.url,
-      concurrency,
-      noHandleSignals: true,
-      pollInterval: 20,
-      logger: quietGraphileLogger(),
-      taskList: {
-        noop: async () => {
-          done++;
-        },
-      },
-    });
-    await waitFor(async () => done >= n, 600_000);
-    seconds = (performance.now() - started) / 1000;
-    await runner.stop();
-    rows.push({
-      worker: `graphile-worker 0.16 (no-op task, concurrency ${concurrency})`,
-      events: n,
-      seconds,
-      'events/s': Math.round(n / seconds),
-      'RSS MiB': Math.round(rss2.stop()),
-    });
-
-    const ratio = (rows[0]!['events/s'] as number) / (rows[1]!['events/s'] as number);
-    console.log(
-      `\nWorker: drain ${n.toLocaleString('en-US')} received events over ${correspondences.toLocaleString('en-US')} correspondences (postroom projected ${participants} participants)`,
-    );
-    table(rows, ['worker', 'events', 'seconds', 'events/s', 'RSS MiB']);
-    console.log(`postroom / graphile-worker             ${ratio.toFixed(2)}x`);
-    return { events: n, correspondences, concurrency, rows, ratios: { 'postroom / graphile-worker': ratio } };
+    const { result, rssMiB } = await runSide(node, path.join(BENCH_DIR, 'workers/postroom.mjs'), [
+      database.url,
+      String(n),
+      String(concurrency),
+    ]);
+    participants = result.participants as number;
+    nodeVersion = result.node as string;
+    row(`postroom (projection on, ${concurrency} loops, batch 100)`, result.seconds as number, rssMiB);
   } finally {
     await database.drop();
   }
-}
 
-/** graphile-worker logs every job at info; keep errors only so the table stays readable. */
-function quietGraphileLogger(): GraphileLogger {
-  return new GraphileLogger(() => (level, message) => {
-    if (level === 'error') console.error(message);
-  });
+  // graphile-worker: the job queue a user would reach for, same count of no-op jobs, same concurrency;
+  // at its defaults, then with its batching on. Each run gets a fresh database.
+  let graphileVersion = '';
+  for (const mode of ['defaults', 'batched'] as const) {
+    const db = await benchDatabase();
+    try {
+      const { result, rssMiB } = await runSide(node, path.join(GRAPHILE_DIR, 'drain.mjs'), [db.url, String(n), String(concurrency), mode]);
+      graphileVersion = result.graphile_worker as string;
+      const how = mode === 'defaults' ? 'defaults' : 'batched: local queue 100, completions batched';
+      row(`graphile-worker ${graphileVersion} (no-op task, concurrency ${concurrency}, ${how})`, result.seconds as number, rssMiB);
+    } finally {
+      await db.drop();
+    }
+  }
+
+  const rate = (i: number): number => rows[i]!['events/s'] as number;
+  const ratios = { 'postroom / graphile-worker': rate(0) / rate(1), 'postroom / graphile-worker batched': rate(0) / rate(2) };
+  console.log(
+    `\nWorker: drain ${n.toLocaleString('en-US')} received events over ${correspondences.toLocaleString('en-US')} correspondences (postroom projected ${participants} participants)`,
+  );
+  console.log(
+    `both sides on Node ${nodeVersion} (${node}), graphile-worker ${graphileVersion}; each in its own process (RSS is that process's)`,
+  );
+  table(rows, ['worker', 'events', 'seconds', 'events/s', 'RSS MiB']);
+  for (const [name, value] of Object.entries(ratios)) console.log(`${name.padEnd(40)} ${value.toFixed(2)}x`);
+  return { events: n, correspondences, concurrency, node: nodeVersion, graphile_worker: graphileVersion, rows, ratios };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

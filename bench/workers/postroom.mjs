@@ -1,0 +1,31 @@
+// postroom's side of bench/worker.ts, in a process of its own so that it runs under the same Node as
+// graphile-worker (Node 24) and from the compiled package, as `postroom serve` does. The worker as serve
+// runs it: the projection on, a no-op user handler. The events are already in the inbox.
+// Prints one JSON line: { node, events, seconds, participants }.
+import { performance } from 'node:perf_hooks';
+import { createPgDb, createPostroom, silentLogger } from 'postroom';
+
+const [url, eventsArg, concurrencyArg] = process.argv.slice(2);
+const events = Number(eventsArg);
+const concurrency = Number(concurrencyArg);
+
+const watch = createPgDb({ url, poolSize: 1, logger: silentLogger() });
+const processed = async () => (await watch.query(`SELECT count(*)::int AS n FROM inbox WHERE status = 'processed'`)).rows[0].n;
+
+const db = createPgDb({ url, poolSize: concurrency + 1, logger: silentLogger() });
+const postroom = createPostroom({ db, logger: silentLogger(), worker: { concurrency, batchSize: 100, pollIntervalMs: 20 } });
+postroom.on('participant.acted', async () => undefined);
+
+const started = performance.now();
+await postroom.start();
+const until = Date.now() + 600_000;
+while ((await processed()) < events) {
+  if (Date.now() > until) throw new Error('postroom did not drain the inbox in 600 s');
+  await new Promise((r) => setTimeout(r, 50));
+}
+const seconds = (performance.now() - started) / 1000;
+await postroom.stop(5000);
+await db.close();
+const participants = (await watch.query('SELECT count(*)::int AS n FROM participant_projection')).rows[0].n;
+await watch.close();
+console.log(JSON.stringify({ node: process.version, events, seconds, participants }));
