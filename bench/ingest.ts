@@ -6,7 +6,6 @@
  * on node:http (bench/receivers/*.mjs). Then `postroom serve` with every role for
  * 60 s: does processing keep up with ingest, with the projection on?
  */
-import fs from 'node:fs';
 import pg from 'pg';
 import { createPgDb } from '../src/db/pg.js';
 import { migrate } from '../src/db/migrate.js';
