@@ -6,7 +6,6 @@
  * on node:http (bench/receivers/*.mjs). Then `postroom serve` with every role for
  * 60 s: does processing keep up with ingest, with the projection on?
  */
-import fs from 'node:fs';
 import pg from 'pg';
 import { createPgDb } from '../src/db/pg.js';
 import { migrate } from '../src/db/migrate.js';
@@ -16,7 +15,7 @@ import { benchDatabase } from './lib/pg.js';
 import { sampleRss, stop } from './lib/processes.js';
 import { median, startPostroom, startReference } from './lib/receivers.js';
 import { table, writeResult } from './lib/report.js';
-import { requireWrk, runWrk, writeRequests } from './lib/wrk.js';
+import { CACHED_TOLERANCE_SECONDS, cachedRequests, requireWrk, runWrk } from './lib/wrk.js';
 
 const SECRET = 'whsec_bench_7c4f0d2b9e8a41f6a3c5b1e0d9f8a7b6';
 
@@ -47,15 +46,22 @@ async function count(url: string, sql: string): Promise<number> {
   }
 }
 
-const postroomEnv = (url: string): Record<string, string> => ({ DATABASE_URL: url, POSTROOM_WEBHOOK_SECRETS: SECRET });
+// The request files are signed once and reused for a day (cachedRequests): every receiver gets the same window.
+const tolerance = { POSTROOM_SIGNATURE_TOLERANCE_SECONDS: String(CACHED_TOLERANCE_SECONDS) };
+const postroomEnv = (url: string): Record<string, string> => ({ DATABASE_URL: url, POSTROOM_WEBHOOK_SECRETS: SECRET, ...tolerance });
+
+export type ReceiverKey = Variant['key'];
+/** `npm run bench -- ingress`: postroom's ingress against the two group-commit references only, no 60 s serve. */
+export const INGRESS_COMPARISON: readonly ReceiverKey[] = ['gc_pk', 'gc_inbox', 'ingress'];
 
 export async function benchIngest(
-  options: { seconds?: number; connections?: number; runs?: number; sustainSeconds?: number } = {},
+  options: { seconds?: number; connections?: number; runs?: number; sustainSeconds?: number; receivers?: readonly ReceiverKey[] } = {},
 ): Promise<Record<string, unknown>> {
   requireWrk();
   const seconds = options.seconds ?? 10;
   const connections = options.connections ?? 64;
   const runs = options.runs ?? 3;
+  // 0 skips the run of `serve` with every role.
   const sustainSeconds = options.sustainSeconds ?? 60;
   const database = await benchDatabase();
   const setup = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
@@ -67,42 +73,45 @@ export async function benchIngest(
   const refUrl = `${database.url}${database.url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${setup.schema}`)}`;
   const port = 18_500 + Math.floor(Math.random() * 1000);
   const hook = `http://127.0.0.1:${port}/webhooks`;
-  const variants: Variant[] = [
+  const allVariants: Variant[] = [
     {
       name: 'verify + parse, store nothing (ceiling)',
       key: 'ceiling',
-      start: (p, u) => startReference('ceiling.mjs', [String(p), u, SECRET]),
+      start: (p, u) => startReference('ceiling.mjs', [String(p), u, SECRET], tolerance),
     },
     {
       name: 'naive: INSERT per request, pg.Pool 16',
       key: 'naive',
       table: 'ref_naive',
-      start: (p, u) => startReference('naive.mjs', [String(p), u, SECRET]),
+      start: (p, u) => startReference('naive.mjs', [String(p), u, SECRET], tolerance),
     },
     {
       name: 'minimal group commit, primary-key-only table',
       key: 'gc_pk',
       table: 'ref_pk',
-      start: (p, u) => startReference('group-commit.mjs', [String(p), u, SECRET, 'pk']),
+      start: (p, u) => startReference('group-commit.mjs', [String(p), u, SECRET, 'pk'], tolerance),
     },
     {
       name: "minimal group commit into postroom's inbox table",
       key: 'gc_inbox',
       table: 'inbox',
-      start: (p, u) => startReference('group-commit.mjs', [String(p), u, SECRET, 'inbox']),
+      start: (p, u) => startReference('group-commit.mjs', [String(p), u, SECRET, 'inbox'], tolerance),
     },
     { name: 'postroom serve --role ingress', key: 'ingress', table: 'inbox', start: (p, u) => startPostroom('ingress', p, postroomEnv(u)) },
   ];
+  const variants = allVariants.filter((v) => !options.receivers || options.receivers.includes(v.key));
   const results = new Map<string, Run[]>(variants.map((v) => [v.key, []]));
-  const budget = seconds * 60_000;
+  // More than any receiver here answers in the time (wrk starts over at the end, and repeats are not counted).
+  const reqs = cachedRequests(seconds * 60_000, SECRET);
   let sustain: Record<string, number | string> | undefined;
   try {
     // Interleaved, so a noisy minute on this shared machine hurts every receiver alike.
     for (let r = 0; r < runs; r++) {
       for (const v of variants) {
-        const countSql = v.table === 'inbox' ? 'SELECT count(*) AS n FROM inbox' : `SELECT count(*) AS n FROM ${v.table}`;
+        // Every run replays the same events: each starts from an empty table, so its rows are all new.
+        if (v.table) await setup.exec(`TRUNCATE ${v.table}`);
+        const countSql = `SELECT count(*) AS n FROM ${v.table}`;
         const before = v.table ? await count(refUrl, countSql) : 0;
-        const reqs = writeRequests(budget, SECRET, 0);
         const child = await v.start(port, v.key === 'ingress' ? database.url : refUrl);
         const rss = sampleRss(child.pid!);
         try {
@@ -120,50 +129,50 @@ export async function benchIngest(
         } finally {
           rss.stop();
           await stop(child);
-          fs.rmSync(reqs.file, { force: true });
         }
       }
     }
 
-    // Every role in one process, 60 s: ingest rate, and whether the worker keeps up (from an empty inbox).
-    await setup.exec('TRUNCATE inbox');
-    const reqs = writeRequests(Math.min(sustainSeconds * 25_000, 2_000_000), SECRET, 0);
-    const child = await startPostroom('all', port, postroomEnv(database.url));
-    const rss = sampleRss(child.pid!);
-    const backlog = async (): Promise<{ backlog: number; finished: number }> => {
-      const c = await inboxStatusCounts(setup);
-      const b = (c.by_status.received ?? 0) + (c.by_status.processing ?? 0) + (c.by_status.failed ?? 0);
-      return { backlog: b, finished: (c.by_status.processed ?? 0) + (c.by_status.skipped ?? 0) };
-    };
-    try {
-      const start = await backlog();
-      let maxBacklog = 0;
-      const samples: number[] = [];
-      const sampler = setInterval(() => {
-        void backlog().then((b) => {
-          maxBacklog = Math.max(maxBacklog, b.backlog);
-          samples.push(b.backlog);
-        });
-      }, 2000);
-      const w = await runWrk(hook, reqs.file, { connections, seconds: sustainSeconds });
-      clearInterval(sampler);
-      const end = await backlog();
-      const processedPerS = (end.finished - start.finished) / w.durationS;
-      sustain = {
-        seconds: sustainSeconds,
-        'req/s': Math.round(w.requests / w.durationS),
-        'processed/s': Math.round(processedPerS),
-        'p50 ms': w.p50Ms,
-        'p99 ms': w.p99Ms,
-        'backlog max': maxBacklog,
-        'backlog at end': end.backlog,
-        'non-2xx': w.non2xx + w.socketErrors + w.timeouts,
-        'RSS MiB': Math.round(rss.stop()),
+    if (sustainSeconds > 0) {
+      // Every role in one process, 60 s: ingest rate, and whether the worker keeps up (from an empty inbox).
+      await setup.exec('TRUNCATE inbox');
+      const reqs = cachedRequests(Math.min(sustainSeconds * 25_000, 2_000_000), SECRET);
+      const child = await startPostroom('all', port, postroomEnv(database.url));
+      const rss = sampleRss(child.pid!);
+      const backlog = async (): Promise<{ backlog: number; finished: number }> => {
+        const c = await inboxStatusCounts(setup);
+        const b = (c.by_status.received ?? 0) + (c.by_status.processing ?? 0) + (c.by_status.failed ?? 0);
+        return { backlog: b, finished: (c.by_status.processed ?? 0) + (c.by_status.skipped ?? 0) };
       };
-    } finally {
-      rss.stop();
-      await stop(child);
-      fs.rmSync(reqs.file, { force: true });
+      try {
+        const start = await backlog();
+        let maxBacklog = 0;
+        const samples: number[] = [];
+        const sampler = setInterval(() => {
+          void backlog().then((b) => {
+            maxBacklog = Math.max(maxBacklog, b.backlog);
+            samples.push(b.backlog);
+          });
+        }, 2000);
+        const w = await runWrk(hook, reqs.file, { connections, seconds: sustainSeconds });
+        clearInterval(sampler);
+        const end = await backlog();
+        const processedPerS = (end.finished - start.finished) / w.durationS;
+        sustain = {
+          seconds: sustainSeconds,
+          'req/s': Math.round(w.requests / w.durationS),
+          'processed/s': Math.round(processedPerS),
+          'p50 ms': w.p50Ms,
+          'p99 ms': w.p99Ms,
+          'backlog max': maxBacklog,
+          'backlog at end': end.backlog,
+          'non-2xx': w.non2xx + w.socketErrors + w.timeouts,
+          'RSS MiB': Math.round(rss.stop()),
+        };
+      } finally {
+        rss.stop();
+        await stop(child);
+      }
     }
   } finally {
     await setup.close();
@@ -186,7 +195,7 @@ export async function benchIngest(
       'p99 runs': rs.map((x) => x.p99.toFixed(1)).join(' / '),
     };
   });
-  const get = (k: Variant['key']): number => rows.find((r) => r.key === k)!['accepted/s'];
+  const get = (k: Variant['key']): number => rows.find((r) => r.key === k)?.['accepted/s'] ?? Number.NaN;
   const ratios: Record<string, number> = {
     'ingress / minimal group commit (pk only)': get('ingress') / get('gc_pk'),
     'ingress / group commit into inbox': get('ingress') / get('gc_inbox'),
@@ -194,6 +203,7 @@ export async function benchIngest(
     'ingress / verify-only ceiling': get('ingress') / get('ceiling'),
   };
   if (sustain) ratios['serve (all roles) / ingress'] = (sustain['req/s'] as number) / get('ingress');
+  for (const [k, v] of Object.entries(ratios)) if (Number.isNaN(v)) delete ratios[k];
   console.log(
     `\nIngest: ${connections} connections, ${seconds} s per run, ${runs} interleaved runs per receiver (medians), unique signed events`,
   );
@@ -206,11 +216,20 @@ export async function benchIngest(
   return { seconds, connections, runs, rows, sustain, ratios };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const result = await benchIngest({
+/** The bench's knobs: BENCH_SECONDS, BENCH_RUNS, BENCH_SUSTAIN_SECONDS (0 skips serve), BENCH_RECEIVERS (comma-separated keys). */
+export function ingestOptionsFromEnv(
+  defaults: { receivers?: readonly ReceiverKey[]; sustainSeconds?: number } = {},
+): Parameters<typeof benchIngest>[0] {
+  const receivers = process.env.BENCH_RECEIVERS ? (process.env.BENCH_RECEIVERS.split(',') as ReceiverKey[]) : defaults.receivers;
+  return {
     seconds: Number(process.env.BENCH_SECONDS ?? 10),
     runs: Number(process.env.BENCH_RUNS ?? 3),
-    sustainSeconds: Number(process.env.BENCH_SUSTAIN_SECONDS ?? 60),
-  });
+    sustainSeconds: Number(process.env.BENCH_SUSTAIN_SECONDS ?? defaults.sustainSeconds ?? 60),
+    ...(receivers ? { receivers } : {}),
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const result = await benchIngest(ingestOptionsFromEnv());
   console.log(`\nwrote ${writeResult('ingest', result)}`);
 }

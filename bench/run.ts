@@ -3,7 +3,7 @@
  * side in that same run. Results go to bench/results/*.json and the console.
  * Needs Postgres on 127.0.0.1:5432 (or DATABASE_URL as an admin URL) and wrk.
  */
-import { benchIngest } from './ingest.js';
+import { benchIngest, INGRESS_COMPARISON, ingestOptionsFromEnv } from './ingest.js';
 import { benchReconcile } from './reconcile.js';
 import { benchScale } from './scale.js';
 import { benchVerify } from './verify.js';
@@ -14,8 +14,9 @@ const only = process.argv[2];
 const started = Date.now();
 const results: Record<string, unknown> = {};
 if (!only || only === 'verify') results.verify = await benchVerify();
-if (!only || only === 'ingest')
-  results.ingest = await benchIngest({ seconds: Number(process.env.BENCH_SECONDS ?? 10), runs: Number(process.env.BENCH_RUNS ?? 3) });
+if (!only || only === 'ingest') results.ingest = await benchIngest(ingestOptionsFromEnv());
+// The quick comparison: ingress against the two group-commit references, no 60 s serve (BENCH_SUSTAIN_SECONDS adds it).
+if (only === 'ingress') results.ingest = await benchIngest(ingestOptionsFromEnv({ receivers: INGRESS_COMPARISON, sustainSeconds: 0 }));
 if (!only || only === 'worker') results.worker = await benchWorker({ events: Number(process.env.BENCH_EVENTS ?? 50_000) });
 if (!only || only === 'reconcile') results.reconcile = await benchReconcile();
 if (!only || only === 'scale') results.scale = await benchScale({ large: Number(process.env.BENCH_SCALE_ROWS ?? 10_000_000) });

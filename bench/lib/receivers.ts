@@ -5,8 +5,9 @@ import { BENCH_DIR } from './report.js';
 export const ROOT = path.dirname(BENCH_DIR);
 
 /** A reference receiver (.mjs) as plain Node: no TypeScript loader between it and the measurement. */
-export async function startReference(script: string, args: string[]): Promise<ChildProcess> {
+export async function startReference(script: string, args: string[], env: Record<string, string> = {}): Promise<ChildProcess> {
   const child = spawn(process.execPath, [path.join(BENCH_DIR, 'receivers', script), ...args], {
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   await new Promise<void>((resolve, reject) => {

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -46,6 +46,36 @@ export function writeRequests(count: number, secret: string, duplicateShare: num
   }
   fs.closeSync(fd);
   return { file, unique };
+}
+
+/**
+ * The signature window the receivers are started with when they read cached
+ * request files: the files are signed once and replayed for up to a day, and a
+ * wider window costs a receiver nothing per request.
+ */
+export const CACHED_TOLERANCE_SECONDS = 86_400;
+const CACHE_MAX_AGE_MS = (CACHED_TOLERANCE_SECONDS - 3600) * 1000;
+
+/**
+ * Like writeRequests (unique events, none repeated) but signed once and kept in the
+ * temp folder for later runs: signing half a million bodies took longer than the
+ * 10 s it measures. Reused files repeat event ids, so each run must start from an
+ * empty table (a fresh database per bench, a TRUNCATE per receiver run). Receivers
+ * reading them need CACHED_TOLERANCE_SECONDS as their signature window.
+ */
+export function cachedRequests(count: number, secret: string): { file: string; unique: number; reused: boolean } {
+  const dir = path.join(os.tmpdir(), 'postroom-bench-requests');
+  fs.mkdirSync(dir, { recursive: true });
+  const key = createHash('sha256').update(secret).digest('hex').slice(0, 12);
+  const file = path.join(dir, `${key}-${count}.tsv`);
+  try {
+    if (Date.now() - fs.statSync(file).mtimeMs < CACHE_MAX_AGE_MS) return { file, unique: count, reused: true };
+  } catch {
+    // not made yet
+  }
+  const fresh = writeRequests(count, secret, 0);
+  fs.renameSync(fresh.file, file);
+  return { file, unique: fresh.unique, reused: false };
 }
 
 const LUA = (file: string): string => `

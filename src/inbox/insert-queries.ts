@@ -4,8 +4,10 @@ import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
 /**
  * One statement inserts a whole batch: columns travel as arrays (a constant
  * parameter count whatever the batch size), conflicts on event_id are skipped,
- * and the ids actually inserted come back as one array, with one pg_notify for
- * the whole flush when anything was new.
+ * and one pg_notify for the whole flush when anything was new. Only the count of
+ * inserted rows comes back when it is the whole batch (nearly always); the ids
+ * are aggregated and sent only when some were duplicates, which saves Postgres
+ * building and us parsing an array of every id on every flush.
  *
  * The signed bytes are stored once, in raw_body: Postgres no longer parses every
  * body into jsonb on the hot path (readers parse raw_body instead, see
@@ -24,10 +26,12 @@ WITH inserted AS (
          headers, endpoint_id, source, correspondence_id, secret_index, status, last_error)
   ON CONFLICT (event_id) DO NOTHING
   RETURNING event_id
-)
-SELECT coalesce(array_agg(event_id), '{}') AS ids,
-       (CASE WHEN count(*) > 0 THEN pg_notify('${INBOX_CHANNEL}', '') END) IS NULL AS notified
-FROM inserted`;
+),
+counted AS (SELECT count(*)::int AS n FROM inserted)
+SELECT counted.n,
+       CASE WHEN counted.n < $14::int THEN (SELECT coalesce(array_agg(event_id), '{}') FROM inserted) END AS ids,
+       (CASE WHEN counted.n > 0 THEN pg_notify('${INBOX_CHANNEL}', '') END) IS NULL AS notified
+FROM counted`;
 
 /** Inserts events (unique ids expected) and returns the set of ids that were new. */
 export async function insertInboxBatch(q: Queryable, events: readonly NewInboxEvent[]): Promise<Set<string>> {
@@ -51,6 +55,7 @@ export async function insertInboxBatch(q: Queryable, events: readonly NewInboxEv
     cols[11]![i] = e.status;
     cols[12]![i] = e.lastError;
   }
-  const res = await q.query<{ ids: string[] }>(INSERT_BATCH_SQL, cols);
-  return new Set(res.rows[0]?.ids ?? []);
+  const res = await q.query<{ n: number; ids: string[] | null }>(INSERT_BATCH_SQL, [...cols, n]);
+  const ids = res.rows[0]?.ids;
+  return ids ? new Set(ids) : new Set(events.map((e) => e.eventId));
 }

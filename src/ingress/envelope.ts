@@ -52,7 +52,7 @@ export function parseEnvelope(body: Uint8Array): ParsedEnvelope {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return fail('envelope must be a JSON object');
 
-  const problem = unstorable(value) ?? unstorableNumber(text);
+  const problem = (mayBeUnstorable(text) ? unstorable(value) : undefined) ?? unstorableNumber(text);
   const env = value as Record<string, unknown>;
   const eventId = Object.hasOwn(env, 'event_id') ? env.event_id : undefined;
   const type = Object.hasOwn(env, 'type') ? env.type : undefined;
@@ -85,6 +85,23 @@ export function parseEnvelope(body: Uint8Array): ParsedEnvelope {
 function isStorableId(s: string): boolean {
   // eslint-disable-next-line no-control-regex
   return s.length > 0 && s.length <= MAX_ID_LENGTH && !/[\u0000-\u001f\u007f]/.test(s);
+}
+
+/**
+ * Whether the walk in unstorable() could find anything, decided from the text
+ * alone. The text is valid JSON decoded from strict UTF-8, so a string or key can
+ * hold U+0000 or a lone surrogate only through a \u escape; and nesting deeper
+ * than MAX_JSON_DEPTH needs more than that many brackets. Most bodies have
+ * neither, and skip a walk that cost more than JSON.parse itself.
+ */
+function mayBeUnstorable(text: string): boolean {
+  if (text.includes('\\u')) return true;
+  let brackets = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c === 0x7b || c === 0x5b) && ++brackets > MAX_JSON_DEPTH) return true;
+  }
+  return false;
 }
 
 /**

@@ -49,10 +49,25 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
   const { core, logger, metrics } = options;
   let warnedPreParsed = false;
 
+  // prom-client hashes a label object on every call; the children for the few label sets are looked up once.
+  const requestCounters = new Map<string, { inc(): void }>();
+  const ackHistograms = new Map<string, { observe(v: number): void }>();
+  const secretCounters = new Map<string, { inc(): void }>();
   const record = (outcome: string, reason: string, startedAt: bigint): void => {
     if (!metrics) return;
-    metrics.ingressRequests.inc({ outcome, reason });
-    metrics.ackDuration.observe({ outcome }, Number(process.hrtime.bigint() - startedAt) / 1e9);
+    const key = `${outcome}\u0000${reason}`;
+    let counter = requestCounters.get(key);
+    if (!counter) requestCounters.set(key, (counter = metrics.ingressRequests.labels({ outcome, reason })));
+    counter.inc();
+    let histogram = ackHistograms.get(outcome);
+    if (!histogram) ackHistograms.set(outcome, (histogram = metrics.ackDuration.labels({ outcome })));
+    histogram.observe(Number(process.hrtime.bigint() - startedAt) / 1e9);
+  };
+  const countSecret = (label: string): void => {
+    if (!metrics) return;
+    let counter = secretCounters.get(label);
+    if (!counter) secretCounters.set(label, (counter = metrics.secretMatches.labels({ secret: label })));
+    counter.inc();
   };
   const observeSkew = (skew: number): void => {
     metrics?.clockSkew.set(skew);
@@ -118,13 +133,13 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
     switch (outcome.kind) {
       case 'accepted':
       case 'duplicate':
-        metrics?.secretMatches.inc({ secret: outcome.secretLabel });
+        countSecret(outcome.secretLabel);
         observeSkew(outcome.skewSeconds);
         record(outcome.kind, '', startedAt);
         sendJson(res, 200, CANNED[outcome.kind]);
         return;
       case 'quarantined': {
-        metrics?.secretMatches.inc({ secret: outcome.secretLabel });
+        countSecret(outcome.secretLabel);
         observeSkew(outcome.skewSeconds);
         const status = outcome.duplicate ? 'duplicate' : 'quarantined';
         record(status, '', startedAt);
