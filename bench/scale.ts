@@ -69,27 +69,27 @@ async function commandMs(args: string[], env: Record<string, string>, okExits: n
   }, n);
 }
 
+/** A fresh sandbox endpoint holding COMMAND_DELIVERIES deliveries of one status: the same work at every size. */
+async function seededEndpoint(sandboxBase: string, status: 'dead' | 'delivered'): Promise<string> {
+  const endpoint = await control(sandboxBase, 'POST', '/sandbox/endpoints', { url: 'http://127.0.0.1:9/never' });
+  await control(sandboxBase, 'POST', '/sandbox/seed-deliveries', {
+    endpoint_id: endpoint.endpoint_id,
+    count: COMMAND_DELIVERIES,
+    status,
+    event_type: 'participant.acted',
+  });
+  return String(endpoint.endpoint_id);
+}
+
 /** `reconcile` and `audit --since 24h` end to end, each on its own fresh endpoint of the sandbox. */
 async function measureCommands(url: string, sandboxBase: string, out: Record<string, number>): Promise<void> {
   const env = { DATABASE_URL: url, POSTROOM_API_BASE_URL: sandboxBase, POSTROOM_API_KEY: SANDBOX_KEY };
-  const dead = await control(sandboxBase, 'POST', '/sandbox/endpoints', { url: 'http://127.0.0.1:9/never' });
-  await control(sandboxBase, 'POST', '/sandbox/seed-deliveries', {
-    endpoint_id: dead.endpoint_id,
-    count: COMMAND_DELIVERIES,
-    status: 'dead',
-    event_type: 'participant.acted',
-  });
+  const dead = await seededEndpoint(sandboxBase, 'dead');
   // The first run records every gap, later runs find them recorded: the median is a repeat run, at both sizes.
-  out['reconcile ms'] = await commandMs(['reconcile', '--endpoint', String(dead.endpoint_id), '--json'], env, [0, 2], 5);
-  const delivered = await control(sandboxBase, 'POST', '/sandbox/endpoints', { url: 'http://127.0.0.1:9/never' });
-  await control(sandboxBase, 'POST', '/sandbox/seed-deliveries', {
-    endpoint_id: delivered.endpoint_id,
-    count: COMMAND_DELIVERIES,
-    status: 'delivered',
-    event_type: 'participant.acted',
-  });
+  out['reconcile ms'] = await commandMs(['reconcile', '--endpoint', dead, '--json'], env, [0, 2], 5);
+  const delivered = await seededEndpoint(sandboxBase, 'delivered');
   // None of the seeded events is in the inbox, so audit reports them missing (exit 3): the same lookups at both sizes.
-  out['audit 24h ms'] = await commandMs(['audit', '--since', '24h', '--endpoint', String(delivered.endpoint_id), '--json'], env, [0, 3], 5);
+  out['audit 24h ms'] = await commandMs(['audit', '--since', '24h', '--endpoint', delivered, '--json'], env, [0, 3], 5);
 }
 
 async function measure(db: Db, url: string, rows: number, seconds: number, sandboxBase: string): Promise<Record<string, number>> {
