@@ -16,7 +16,8 @@ const send = async (recipients: Array<{ nin: string; ref: string }>, mode: 'dire
 const read = async (id: string) => (await api('GET', `/sender/v2/correspondence/${id}`)).body;
 
 beforeAll(async () => {
-  sb = await sandbox({ queueDelayMs: 30 });
+  // Two cases act on a queued send before it drains: the delay must outlast one request on a loaded CI machine.
+  sb = await sandbox({ queueDelayMs: 1500 });
 });
 afterAll(() => sb.close());
 
