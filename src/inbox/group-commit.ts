@@ -111,7 +111,8 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
       };
       try {
         const inserted = await insertInboxBatch(flushStore, [quarantined]);
-        out.set(e.eventId, inserted.has(e.eventId) ? 'accepted' : 'duplicate');
+        // The answer says what the store kept: a row of its own, quarantined (not the event as sent).
+        out.set(e.eventId, inserted.has(e.eventId) ? (e.status === 'quarantined' ? 'accepted' : 'quarantined') : 'duplicate');
       } catch (again) {
         out.set(
           e.eventId,
@@ -145,7 +146,7 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
         ok = false;
         for (const w of waiters) w.reject(o);
       } else {
-        if (o === 'accepted') inserted++;
+        if (o !== 'duplicate') inserted++;
         waiters.forEach((w, i) => w.resolve(i === 0 ? o : 'duplicate'));
       }
     }

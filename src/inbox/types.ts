@@ -24,7 +24,11 @@ export interface NewInboxEvent {
   lastError: string | null;
 }
 
-export type InsertOutcome = 'accepted' | 'duplicate';
+/**
+ * What the store kept: a new row, an existing one, or (when Postgres refused a row
+ * no envelope check predicted) a new row kept as quarantined with the refusal as its reason.
+ */
+export type InsertOutcome = 'accepted' | 'duplicate' | 'quarantined';
 
 /** A stored row as listings show it. */
 export interface InboxRecord {

@@ -146,6 +146,27 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
           );
           return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'ack_timeout' };
         }
+        if (result === 'quarantined') {
+          // The store refused a row the envelope check passed; the writer kept its bytes as quarantined and logged why.
+          const reason = 'the store refused the event; kept as quarantined (the inbox row gives the store error)';
+          const error = new EventError('event_quarantined', reason);
+          reportEventError(options.onError, logger, error, {
+            eventId: envelope.eventId,
+            type: envelope.type,
+            status: 'quarantined',
+            attempt: 0,
+            retryInMs: null,
+            source: 'ingress',
+          });
+          return {
+            kind: 'quarantined',
+            eventId: envelope.eventId,
+            reason,
+            secretLabel,
+            skewSeconds: verified.skewSeconds,
+            duplicate: false,
+          };
+        }
         if (!envelope.ok) {
           if (result === 'accepted') {
             logger.warn(

@@ -121,6 +121,29 @@ describe.each(kinds)('ingress over HTTP on %s', (kind) => {
     expect((await getRawBody(store.db, event.event_id))!.toString('utf8')).toBe(body);
   });
 
+  it('answers "quarantined" when the store refuses a row the envelope check passed, and keeps its bytes', async () => {
+    // A refusal no check predicts: a constraint the store enforces on received rows only.
+    await store.db.exec(`ALTER TABLE inbox ADD CONSTRAINT test_refuses CHECK (status <> 'received' OR event_id NOT LIKE 'evt_refused_%')`);
+    try {
+      const refused = makeEvent({ event_id: 'evt_refused_1' });
+      const fine = makeEvent();
+      // Concurrent, so the refused row can share a flush with a good one: only it is quarantined.
+      const [res, other] = await Promise.all([
+        postEvent(hook, refused, { secret: TEST_SECRET }),
+        postEvent(hook, fine, { secret: TEST_SECRET }),
+      ]);
+      expect(res).toMatchObject({ status: 200, body: { status: 'quarantined' } });
+      expect(other).toMatchObject({ status: 200, body: { status: 'accepted' } });
+      const row = await getInboxEvent(store.db, refused.event_id);
+      expect(row).toMatchObject({ status: 'quarantined', last_error: expect.stringMatching(/store refused the event/) });
+      expect((await getRawBody(store.db, refused.event_id))!.toString('utf8')).toBe(JSON.stringify(refused));
+      expect((await getInboxEvent(store.db, fine.event_id))?.status).toBe('received');
+      expect(await postEvent(hook, refused, { secret: TEST_SECRET })).toMatchObject({ status: 200, body: { status: 'duplicate' } });
+    } finally {
+      await store.db.exec('ALTER TABLE inbox DROP CONSTRAINT test_refuses');
+    }
+  });
+
   it('treats unknown event types as ordinary events', async () => {
     const event = makeEvent({ type: 'future.event_kind', data: { anything: 1 } });
     expect((await postEvent(hook, event, { secret: TEST_SECRET })).body.status).toBe('accepted');
