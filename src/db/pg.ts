@@ -2,7 +2,6 @@ import pg from 'pg';
 import { PostroomError, StoreUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import { advisoryKey } from './advisory-key.js';
-import { preparedNameOf } from './prepared.js';
 import { assertSchemaName, DEFAULT_SCHEMA, scopedLockName, searchPath } from './schema.js';
 import type { Db, Queryable, QueryResult, Session } from './types.js';
 
@@ -41,22 +40,12 @@ const CLIENT_GRACE_MS = 5000;
 /** For sessions that may legitimately wait long (a migration, a lock): the longest setTimeout allows. */
 const UNBOUNDED_MS = 2 ** 31 - 1;
 
-/**
- * The driver's query config. `prepare`: name the statements that ask for it (db/prepared.ts);
- * only on postroom's own pool, whose sessions nothing else resets.
- */
-function queryConfig(text: string, values: readonly unknown[] | undefined, prepare: boolean, queryTimeoutMs?: number): pg.QueryConfig {
-  const name = prepare ? preparedNameOf(text) : undefined;
-  return {
+function wrap(client: pg.Pool | pg.PoolClient | pg.Client, queryTimeoutMs?: number): Queryable {
+  const config = (text: string, values?: readonly unknown[]): pg.QueryConfig => ({
     text,
     ...(values === undefined ? {} : { values: values as unknown[] }),
-    ...(name === undefined ? {} : { name }),
     ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }),
-  };
-}
-
-function wrap(client: pg.Pool | pg.PoolClient | pg.Client, prepare: boolean, queryTimeoutMs?: number): Queryable {
-  const config = (text: string, values?: readonly unknown[]): pg.QueryConfig => queryConfig(text, values, prepare, queryTimeoutMs);
+  });
   return {
     async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
       const res = await client.query(config(sql, params));
@@ -72,12 +61,11 @@ function wrap(client: pg.Pool | pg.PoolClient | pg.Client, prepare: boolean, que
 async function inTransaction<T>(
   client: pg.PoolClient,
   fn: (tx: Queryable) => Promise<T>,
-  prepare: boolean,
   queryTimeoutMs?: number,
 ): Promise<{ value: T } | { error: unknown; broken: boolean }> {
   try {
     await client.query('BEGIN');
-    const value = await fn(wrap(client, prepare, queryTimeoutMs));
+    const value = await fn(wrap(client, queryTimeoutMs));
     await client.query('COMMIT');
     return { value };
   } catch (error) {
@@ -123,8 +111,6 @@ export function createPgDb(options: PgDbOptions): Db {
   const keepAliveInitialDelayMillis = options.keepAliveInitialDelayMs ?? 10_000;
   const schema = assertSchemaName(options.schema ?? DEFAULT_SCHEMA);
   const external = options.pool;
-  // An application's pool may reset sessions (DISCARD ALL) without the driver knowing: no named statements there.
-  const prepare = !external;
   if (!external && !options.url) throw new PostroomError('db_config_invalid', 'createPgDb needs a url or an existing pool');
   const pool =
     external ??
@@ -174,7 +160,7 @@ export function createPgDb(options: PgDbOptions): Db {
         async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
           const { client, release } = await acquire();
           try {
-            return await wrap(client, prepare).query<R>(sql, params);
+            return await wrap(client).query<R>(sql, params);
           } finally {
             // Outside a transaction a failed query leaves the session usable; a lost one fails the restore and is dropped.
             release();
@@ -184,7 +170,7 @@ export function createPgDb(options: PgDbOptions): Db {
           await this.query(sql);
         },
       }
-    : wrap(pool, prepare);
+    : wrap(pool);
 
   const listeners = new Set<pg.Client>();
 
@@ -195,12 +181,12 @@ export function createPgDb(options: PgDbOptions): Db {
     exec: base.exec,
 
     async queryWithin<R>(timeoutMs: number, sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      return boundedQuery<R>(acquire, timeoutMs, queryConfig(sql, params, prepare));
+      return boundedQuery<R>(acquire, timeoutMs, sql, params);
     },
 
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
       const { client, release } = await acquire();
-      const result = await inTransaction(client, fn, prepare);
+      const result = await inTransaction(client, fn);
       // A connection whose ROLLBACK failed is in an unknown state: destroy it rather than reuse it.
       release('broken' in result && result.broken);
       if ('error' in result) throw result.error;
@@ -275,7 +261,7 @@ export function createPgDb(options: PgDbOptions): Db {
       let exempted = false;
       try {
         // A lock holder may wait for the lock, or run a migration, longer than any statement time-out.
-        const long = wrap(client, prepare, UNBOUNDED_MS);
+        const long = wrap(client, UNBOUNDED_MS);
         if (statementTimeoutMs > 0) {
           await long.exec('SET statement_timeout = 0');
           exempted = true;
@@ -290,7 +276,7 @@ export function createPgDb(options: PgDbOptions): Db {
         const session: Session = {
           ...long,
           async transaction(txFn) {
-            const result = await inTransaction(client, txFn, prepare, UNBOUNDED_MS);
+            const result = await inTransaction(client, txFn, UNBOUNDED_MS);
             if ('error' in result) {
               broken ||= result.broken;
               throw result.error;
@@ -335,7 +321,8 @@ export function createPgDb(options: PgDbOptions): Db {
 async function boundedQuery<R>(
   acquire: () => Promise<{ client: pg.PoolClient; release(destroy?: boolean): void }>,
   timeoutMs: number,
-  statement: pg.QueryConfig,
+  sql: string,
+  params?: readonly unknown[],
 ): Promise<QueryResult<R>> {
   let timer: NodeJS.Timeout | undefined;
   let expired = false;
@@ -354,7 +341,7 @@ async function boundedQuery<R>(
     const lease = await Promise.race([checkedOut, deadline]);
     leased = true;
     try {
-      const res = await Promise.race([lease.client.query(statement), deadline]);
+      const res = await Promise.race([lease.client.query(sql, params as unknown[] | undefined), deadline]);
       lease.release();
       return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
     } catch (err) {
