@@ -146,35 +146,23 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
           );
           return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'ack_timeout' };
         }
-        if (result === 'quarantined') {
-          // The store refused a row the envelope check passed; the writer kept its bytes as quarantined and logged why.
-          const reason = 'the store refused the event; kept as quarantined (the inbox row gives the store error)';
-          const error = new EventError('event_quarantined', reason);
-          reportEventError(options.onError, logger, error, {
-            eventId: envelope.eventId,
-            type: envelope.type,
-            status: 'quarantined',
-            attempt: 0,
-            retryInMs: null,
-            source: 'ingress',
-          });
-          return {
-            kind: 'quarantined',
-            eventId: envelope.eventId,
-            reason,
-            secretLabel,
-            skewSeconds: verified.skewSeconds,
-            duplicate: false,
-          };
-        }
-        if (!envelope.ok) {
-          if (result === 'accepted') {
-            logger.warn(
-              { event_id: envelope.eventId, reason: envelope.reason, endpoint_id: endpointId },
-              'signed body is not a valid envelope; quarantined',
-            );
-            const error = new EventError('event_quarantined', `signed body is not a valid envelope; quarantined: ${envelope.reason}`);
-            reportEventError(options.onError, logger, error, {
+        // Quarantined: the envelope check refused the body, or the store refused a row the check passed
+        // (the writer then kept its bytes as quarantined and logged the store's error).
+        const refusedByStore = result === 'quarantined';
+        if (refusedByStore || !envelope.ok) {
+          // The writer answers 'quarantined' only for a row it was given as received, so envelope.ok holds then.
+          const reason = envelope.ok
+            ? 'the store refused the event; kept as quarantined (the inbox row gives the store error)'
+            : envelope.reason;
+          if (result !== 'duplicate') {
+            if (!refusedByStore) {
+              logger.warn(
+                { event_id: envelope.eventId, reason, endpoint_id: endpointId },
+                'signed body is not a valid envelope; quarantined',
+              );
+            }
+            const message = refusedByStore ? reason : `signed body is not a valid envelope; quarantined: ${reason}`;
+            reportEventError(options.onError, logger, new EventError('event_quarantined', message), {
               eventId: envelope.eventId,
               type: envelope.type,
               status: 'quarantined',
@@ -186,7 +174,7 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
           return {
             kind: 'quarantined',
             eventId: envelope.eventId,
-            reason: envelope.reason,
+            reason,
             secretLabel,
             skewSeconds: verified.skewSeconds,
             duplicate: result === 'duplicate',

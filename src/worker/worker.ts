@@ -228,12 +228,11 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
           wakeOne();
           continue;
         }
-        // A partial batch took what was runnable; what arrived since then notified (or set wakePending).
-        if (outcomes && wakePending) continue;
       } catch (err) {
         logger.error({ err, loop: n }, 'worker loop error; retrying after the poll interval');
       }
       if (stopping) break;
+      // What arrived while this loop ran notified with every loop busy: claim it now rather than after the poll.
       if (wakePending) {
         wakePending = false;
         continue;

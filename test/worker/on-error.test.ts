@@ -85,4 +85,29 @@ describe('createPostroom({ onError })', () => {
       await postroom.stop(1000);
     }
   });
+
+  it('reports a row the store refused as quarantined by ingress, once: not again for its re-delivery', async () => {
+    const reported: Array<[string, string, string, string | undefined]> = [];
+    const postroom = createPostroom({
+      db: store.db,
+      secrets: [SECRET],
+      worker: { listen: false },
+      onError: (error, context) => void reported.push([error.code, context.status, context.source, context.eventId]),
+    });
+    const server = http.createServer(postroom.handler());
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`;
+    // A refusal no envelope check predicts: a constraint the store enforces on received rows only.
+    await store.db.exec(`ALTER TABLE inbox ADD CONSTRAINT test_refuses CHECK (status <> 'received' OR event_id NOT LIKE 'evt_refused_%')`);
+    try {
+      const refused = makeEvent({ event_id: 'evt_refused_on_error' });
+      expect((await postEvent(url, refused, { secret: SECRET })).body).toEqual({ status: 'quarantined' });
+      expect((await postEvent(url, refused, { secret: SECRET })).body).toEqual({ status: 'duplicate' });
+      expect(reported).toEqual([['event_quarantined', 'quarantined', 'ingress', 'evt_refused_on_error']]);
+    } finally {
+      await store.db.exec('ALTER TABLE inbox DROP CONSTRAINT test_refuses');
+      await new Promise((r) => server.close(r));
+      await postroom.stop(1000);
+    }
+  });
 });
