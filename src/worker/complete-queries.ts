@@ -2,6 +2,19 @@ import type { Queryable } from '../db/types.js';
 import { INBOX_CHANNEL, type InboxStatus } from '../inbox/types.js';
 
 /**
+ * These statements find their rows by event id. Written plainly, `status =
+ * 'processing'` implies the predicates of the partial indexes over the backlog,
+ * and statistics from a quiet moment (those indexes looked empty) then let the
+ * planner walk one of them whole and filter, for every event of the batch. The
+ * comparison under the "C" collation means the same (equality is exact in every
+ * collation) but implies no index predicate, so only the primary key can serve.
+ * The completion also names its rows as `event_id = ANY(…)`: joined only to the
+ * unnested batch, the same statistics (no row leased to anyone) made the planner
+ * walk the whole primary key for a lease it thought no row held.
+ */
+const IS_PROCESSING = (alias: string): string => `${alias}.status COLLATE "C" = 'processing'`;
+
+/**
  * Re-asserts ownership of a claimed batch at the start of its processing
  * transaction. The row locks taken here are held until commit, and the reaper
  * skips locked rows, so no other worker can be handed these events while this
@@ -11,7 +24,7 @@ import { INBOX_CHANNEL, type InboxStatus } from '../inbox/types.js';
 export async function lockClaimed(tx: Queryable, eventIds: readonly string[], workerId: string): Promise<Set<string>> {
   const res = await tx.query<{ event_id: string }>(
     `SELECT event_id FROM inbox
-     WHERE event_id = ANY($1::text[]) AND locked_by = $2 AND status = 'processing'
+     WHERE event_id = ANY($1::text[]) AND locked_by = $2 AND ${IS_PROCESSING('inbox')}
      FOR NO KEY UPDATE`,
     [eventIds, workerId],
   );
@@ -47,7 +60,7 @@ WITH done AS (
       locked_by = NULL,
       locked_until = NULL
   FROM unnest($2::text[], $3::text[], $4::text[], $5::float8[], $6::int4[]) AS u(event_id, status, error, retry_in_ms, attempts_delta)
-  WHERE i.event_id = u.event_id AND i.locked_by = $1 AND i.status = 'processing'
+  WHERE i.event_id = u.event_id AND i.event_id = ANY($2::text[]) AND i.locked_by = $1 AND ${IS_PROCESSING('i')}
   RETURNING i.event_id
 )
 SELECT count(*)::int AS updated, (CASE WHEN $7::boolean THEN pg_notify('${INBOX_CHANNEL}', '') END) IS NULL AS notified

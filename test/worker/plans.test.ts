@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db, Queryable } from '../../src/db/types.js';
+import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
+import type { NewInboxEvent } from '../../src/inbox/types.js';
+import { claimBatch } from '../../src/worker/claim-queries.js';
+import { completeEvents, lockClaimed } from '../../src/worker/complete-queries.js';
+import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
+
+/**
+ * The worker's statements must keep their shape when the planner's statistics
+ * are stale. Autovacuum last looked at the inbox in a quiet moment, so it
+ * believes the partial indexes over the backlog are empty; then a burst
+ * arrives. A statement that then walks a whole partial index for every event
+ * it handles costs O(backlog) per event: the drain slows exactly when the
+ * backlog is largest. Measured before this test existed: with the statistics
+ * of an empty inbox, the ordering check of the claim walked
+ * inbox_unfinished_idx (every unfinished event) once per candidate, and
+ * completing a batch walked inbox_lease_idx once per event.
+ */
+
+const CORRESPONDENCES = 40;
+const HISTORY = 2000;
+const BACKLOG = 1200;
+
+function row(i: number): NewInboxEvent {
+  const id = `evt_plan_${String(i).padStart(5, '0')}`;
+  const at = new Date(Date.UTC(2026, 10, 18, 10, 0, 0) + i * 1000).toISOString();
+  const json = JSON.stringify({ event_id: id, type: 'participant.read', at, data: { correspondence_id: `cor_${i % CORRESPONDENCES}` } });
+  return {
+    eventId: id,
+    type: 'participant.read',
+    occurredAt: at,
+    payloadJson: null,
+    rawBody: Buffer.from(json),
+    signatureHeader: null,
+    headers: null,
+    endpointId: null,
+    source: 'webhook',
+    correspondenceId: `cor_${i % CORRESPONDENCES}`,
+    secretIndex: null,
+    status: 'received',
+    lastError: null,
+  };
+}
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Index Cond'?: string;
+  'Recheck Cond'?: string;
+  Plans?: PlanNode[];
+}
+
+/** Reads of inbox that are not driven by a key: a sequential scan, or an index walked with no condition. */
+function unkeyedReads(node: PlanNode, allowed: ReadonlySet<string>, out: string[] = []): string[] {
+  if (node['Relation Name'] === 'inbox' && node['Node Type'] === 'Seq Scan') out.push('Seq Scan on inbox');
+  const index = node['Index Name'];
+  if (index !== undefined && !node['Index Cond'] && !allowed.has(index)) out.push(`${node['Node Type']} on ${index} without a condition`);
+  for (const child of node.Plans ?? []) unkeyedReads(child, allowed, out);
+  return out;
+}
+
+/** Runs fn on a connection that records every statement and its parameters, in one transaction. */
+async function recorded(db: Db, fn: (tx: Queryable) => Promise<unknown>): Promise<Array<{ sql: string; params?: readonly unknown[] }>> {
+  const log: Array<{ sql: string; params?: readonly unknown[] }> = [];
+  await db.transaction(async (tx) => {
+    const rec: Queryable = {
+      query: (sql, params) => {
+        log.push({ sql, params });
+        return tx.query(sql, params);
+      },
+      exec: (sql) => {
+        log.push({ sql });
+        return tx.exec(sql);
+      },
+    } as Queryable;
+    await fn(rec);
+  });
+  return log;
+}
+
+/** EXPLAINs the last query of a recorded transaction, after replaying its settings. */
+async function planOf(db: Db, log: Array<{ sql: string; params?: readonly unknown[] }>): Promise<PlanNode> {
+  const last = [...log].reverse().find((s) => s.params !== undefined)!;
+  return db.transaction(async (tx) => {
+    for (const s of log) if (s.params === undefined) await tx.exec(s.sql);
+    // The test's inbox is small enough to read whole; ask for the plan of a large one.
+    await tx.exec('SET LOCAL enable_seqscan = off');
+    const res = await tx.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${last.sql}`, last.params);
+    const raw = res.rows[0]!['QUERY PLAN'];
+    const doc = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{ Plan: PlanNode }>;
+    return doc[0]!.Plan;
+  });
+}
+
+describe.each(await availableStoreKinds())('worker statements with stale statistics on %s', (kind) => {
+  let store: TestStore;
+  const claimed: string[] = [];
+
+  beforeAll(async () => {
+    store = await openTestStore(kind);
+    if (kind === 'postgres') await store.db.exec('ALTER TABLE inbox SET (autovacuum_enabled = false)');
+    for (let i = 0; i < HISTORY + BACKLOG; i += 200) {
+      await insertInboxBatch(
+        store.db,
+        Array.from({ length: 200 }, (_, k) => row(i + k)),
+      );
+      // Statistics from a quiet moment: every earlier event is finished, the partial indexes over the backlog are empty.
+      if (i + 200 === HISTORY) {
+        await store.db.query(`UPDATE inbox SET status = 'processed', processed_at = now()`);
+        await store.db.exec('VACUUM ANALYZE inbox');
+      }
+    }
+    // Another worker has part of the backlog in hand.
+    const batch = await claimBatch(store.db, { workerId: 'other', limit: 100, leaseSeconds: 60, orderingHoldSeconds: 0 });
+    claimed.push(...batch.map((e) => e.event_id));
+  });
+  afterAll(async () => store?.cleanup());
+
+  it('the claim walks the claim order once and finds what holds an event back by its correspondence', async () => {
+    const steps = await recorded(store.db, (tx) =>
+      claimBatch({ transaction: (fn) => fn(tx) } as Pick<Db, 'transaction'>, {
+        workerId: 'w1',
+        limit: 100,
+        leaseSeconds: 60,
+        orderingHoldSeconds: 30,
+      }),
+    );
+    const plan = await planOf(store.db, steps);
+    expect(unkeyedReads(plan, new Set(['inbox_claim_order_idx']))).toEqual([]);
+  });
+
+  it('locking and completing a claimed batch find its rows by event id', async () => {
+    const ids = claimed.slice(0, 50);
+    const lock = await recorded(store.db, (tx) => lockClaimed(tx, ids, 'other'));
+    expect(unkeyedReads(await planOf(store.db, lock), new Set())).toEqual([]);
+    const complete = await recorded(store.db, (tx) =>
+      completeEvents(
+        tx,
+        'other',
+        ids.map((eventId) => ({ eventId, status: 'processed' as const, error: null, retryInMs: null, attemptsDelta: 0 as const })),
+        false,
+      ),
+    );
+    expect(unkeyedReads(await planOf(store.db, complete), new Set())).toEqual([]);
+  });
+});
