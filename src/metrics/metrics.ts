@@ -102,6 +102,20 @@ export function createMetrics(options: MetricsOptions = {}) {
       buckets: WORK_BUCKETS,
       registers: r,
     }),
+    // Where a batch's time goes besides the handlers: a slow claim or completion (a plan gone wrong,
+    // locks, a starved store) shows here before it shows as a growing backlog.
+    workerClaimDuration: new Histogram({
+      name: 'postroom_worker_claim_duration_seconds',
+      help: 'Time to claim one batch (one statement in its own transaction), including claims that found nothing.',
+      buckets: WORK_BUCKETS,
+      registers: r,
+    }),
+    workerBatchDuration: new Histogram({
+      name: 'postroom_worker_batch_duration_seconds',
+      help: 'Time to run one claimed batch to its commit: handlers, projection and completion.',
+      buckets: WORK_BUCKETS,
+      registers: r,
+    }),
     handlerFailures: new Counter({
       name: 'postroom_handler_failures_total',
       help: 'Handler attempts that threw, by event type.',

@@ -205,14 +205,18 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
   /** One claim and its batch; undefined when nothing was runnable. */
   async function runOnce(): Promise<EventOutcome[] | undefined> {
     await reapIfDue();
+    const claimStarted = performance.now();
     const claimed = await claimBatch(db, {
       workerId: id,
       limit: options.batchSize,
       leaseSeconds: options.leaseSeconds,
       orderingHoldSeconds: options.orderingHoldSeconds,
     });
+    const batchStarted = performance.now();
+    metrics?.workerClaimDuration.observe((batchStarted - claimStarted) / 1000);
     if (claimed.length === 0) return undefined;
     const outcomes = await processClaimed(batchContext, claimed);
+    metrics?.workerBatchDuration.observe((performance.now() - batchStarted) / 1000);
     record(outcomes);
     report(outcomes);
     return outcomes;

@@ -64,6 +64,9 @@ describe.each(kinds)('worker processing (%s)', (kind) => {
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/postroom_events_processed_total\{event_type="participant.acted",status="processed"\} 3/);
     expect(text).toMatch(/postroom_handler_duration_seconds_count\{event_type="participant.acted"\} 3/);
+    // One batch held all three; a drain's last claim finds nothing and is timed too.
+    expect(text).toMatch(/postroom_worker_batch_duration_seconds_count 1\n/);
+    expect(Number(/postroom_worker_claim_duration_seconds_count (\d+)/.exec(text)?.[1])).toBeGreaterThanOrEqual(2);
   });
 
   it('marks known types without handlers processed, and unknown types skipped unless a catch-all takes them', async () => {
