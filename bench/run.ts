@@ -7,7 +7,7 @@ import { benchIngest, INGRESS_COMPARISON, ingestOptionsFromEnv } from './ingest.
 import { benchReconcile } from './reconcile.js';
 import { benchScale } from './scale.js';
 import { benchVerify } from './verify.js';
-import { benchWorker } from './worker.js';
+import { benchWorker, workerOptionsFromEnv } from './worker.js';
 import { writeResult } from './lib/report.js';
 
 const only = process.argv[2];
@@ -17,11 +17,7 @@ if (!only || only === 'verify') results.verify = await benchVerify();
 if (!only || only === 'ingest') results.ingest = await benchIngest(ingestOptionsFromEnv());
 // The quick comparison: ingress against the two group-commit references, no 60 s serve (BENCH_SUSTAIN_SECONDS adds it).
 if (only === 'ingress') results.ingest = await benchIngest(ingestOptionsFromEnv({ receivers: INGRESS_COMPARISON, sustainSeconds: 0 }));
-if (!only || only === 'worker')
-  results.worker = await benchWorker({
-    events: Number(process.env.BENCH_EVENTS ?? 50_000),
-    burstHistory: Number(process.env.BENCH_BURST_HISTORY ?? 200_000),
-  });
+if (!only || only === 'worker') results.worker = await benchWorker(workerOptionsFromEnv());
 if (!only || only === 'reconcile') results.reconcile = await benchReconcile();
 if (!only || only === 'scale') results.scale = await benchScale({ large: Number(process.env.BENCH_SCALE_ROWS ?? 10_000_000) });
 console.log(

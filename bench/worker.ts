@@ -179,10 +179,12 @@ export async function benchWorker(
   return { events: n, correspondences, concurrency, node: nodeVersion, graphile_worker: graphileVersion, rows, ratios };
 }
 
+/** BENCH_EVENTS (default 50,000) and BENCH_BURST_HISTORY (finished rows before the burst run, default 200,000; 0 skips it). */
+export function workerOptionsFromEnv(): { events: number; burstHistory: number } {
+  return { events: Number(process.env.BENCH_EVENTS ?? 50_000), burstHistory: Number(process.env.BENCH_BURST_HISTORY ?? 200_000) };
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const result = await benchWorker({
-    events: Number(process.env.BENCH_EVENTS ?? 50_000),
-    burstHistory: Number(process.env.BENCH_BURST_HISTORY ?? 200_000),
-  });
+  const result = await benchWorker(workerOptionsFromEnv());
   console.log(`\nwrote ${writeResult('worker', result)}`);
 }

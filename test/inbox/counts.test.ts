@@ -6,6 +6,7 @@ import { inboxStatusCounts } from '../../src/inbox/read-queries.js';
 import { INBOX_STATUSES, type NewInboxEvent } from '../../src/inbox/types.js';
 import { inboxStats } from '../../src/inbox/admin-queries.js';
 import { adminUrl, availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
+import { explain, unkeyedInboxReads } from '../support/plans.js';
 
 const TYPES = ['participant.acted', 'wallet.debited', 'correspondence.sealed'];
 
@@ -58,26 +59,6 @@ function recording(db: Db): { q: Queryable; sql: string[] } {
   return { q, sql };
 }
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Index Cond'?: string;
-  Plans?: PlanNode[];
-}
-
-/**
- * Every way the plan reads inbox: a sequential scan, or an index scan with no
- * condition on an index that covers every row, reads all rows.
- */
-function fullReadsOfInbox(node: PlanNode, full: Set<string>, out: string[] = []): string[] {
-  if (node['Relation Name'] === 'inbox' && node['Node Type'] === 'Seq Scan') out.push('Seq Scan on inbox');
-  const index = node['Index Name'];
-  if (index !== undefined && full.has(index) && !node['Index Cond']) out.push(`${node['Node Type']} on ${index} without a condition`);
-  for (const child of node.Plans ?? []) fullReadsOfInbox(child, full, out);
-  return out;
-}
-
 describe.runIf((await adminUrl()) !== undefined)('counting the inbox on Postgres', () => {
   let store: TestStore;
   beforeAll(async () => {
@@ -109,10 +90,10 @@ describe.runIf((await adminUrl()) !== undefined)('counting the inbox on Postgres
       // The planner would read a table this small in one go; ask what it does when that is not the cheap way (a large inbox).
       const plan = await store.db.transaction(async (tx) => {
         await tx.exec('SET LOCAL enable_seqscan = off');
-        return (await tx.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${sql}`)).rows[0]!['QUERY PLAN'][0]!
-          .Plan;
+        return explain(tx, sql);
       });
-      for (const p of fullReadsOfInbox(plan, full)) problems.push(`${p}: ${sql.replace(/\s+/g, ' ').trim().slice(0, 120)}`);
+      for (const p of unkeyedInboxReads(plan, (index) => full.has(index)))
+        problems.push(`${p}: ${sql.replace(/\s+/g, ' ').trim().slice(0, 120)}`);
     }
     expect(problems).toEqual([]);
   });

@@ -125,7 +125,18 @@ describe.runIf(pg)('several worker processes on one Postgres', () => {
     await ready(victim, 'hanging');
     victim.child.kill('SIGKILL');
     await victim.exited;
-    // Counted once it is dead: until then its other loops may still finish a batch and claim the next one.
+    // Its backends may still be finishing what they had received (a claim's COMMIT) until they see the socket close.
+    await waitFor(
+      async () =>
+        (
+          await store.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'victim'`,
+          )
+        ).rows[0]!.n === 0,
+      "the victim's connections to close",
+      10_000,
+    );
+    // Counted once it is gone: until then its other loops may still finish a batch and claim the next one.
     const held = await store.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM inbox WHERE status = 'processing' AND locked_by = 'victim'`,
     );
