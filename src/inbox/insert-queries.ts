@@ -12,24 +12,30 @@ import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
  * The signed bytes are stored once, in raw_body: Postgres no longer parses every
  * body into jsonb on the hot path (readers parse raw_body instead, see
  * payloadOf). payload is written only for a row that has no raw bytes.
+ *
+ * The bodies travel as one binary parameter, all of them end to end, and each
+ * row takes its slice by offset and length. As a text array they had to be
+ * base64-encoded, escaped element by element by the driver and decoded again by
+ * Postgres: a third more bytes and three passes over every body per flush.
  */
 const INSERT_BATCH_SQL = `
 WITH inserted AS (
   INSERT INTO inbox (event_id, type, occurred_at, payload, raw_body, signature_header,
                      headers, endpoint_id, source, correspondence_id, secret_index, status, last_error)
-  SELECT b.event_id, b.type, b.occurred_at, b.payload::jsonb, decode(b.raw_body_b64, 'base64'), b.signature_header,
-         b.headers::jsonb, b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error
+  SELECT b.event_id, b.type, b.occurred_at, b.payload::jsonb,
+         CASE WHEN b.raw_length IS NOT NULL THEN substring($16::bytea FROM b.raw_start FOR b.raw_length) END,
+         b.signature_header, b.headers::jsonb, b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error
   FROM unnest(
-    $1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::text[],
-    $7::text[], $8::text[], $9::text[], $10::text[], $11::smallint[], $12::text[], $13::text[]
-  ) AS b(event_id, type, occurred_at, payload, raw_body_b64, signature_header,
+    $1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int4[], $7::text[],
+    $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[]
+  ) AS b(event_id, type, occurred_at, payload, raw_start, raw_length, signature_header,
          headers, endpoint_id, source, correspondence_id, secret_index, status, last_error)
   ON CONFLICT (event_id) DO NOTHING
   RETURNING event_id
 ),
 counted AS (SELECT count(*)::int AS n FROM inserted)
 SELECT counted.n,
-       CASE WHEN counted.n < $14::int THEN (SELECT coalesce(array_agg(event_id), '{}') FROM inserted) END AS ids,
+       CASE WHEN counted.n < $15::int THEN (SELECT coalesce(array_agg(event_id), '{}') FROM inserted) END AS ids,
        (CASE WHEN counted.n > 0 THEN pg_notify('${INBOX_CHANNEL}', '') END) IS NULL AS notified
 FROM counted`;
 
@@ -37,25 +43,32 @@ FROM counted`;
 export async function insertInboxBatch(q: Queryable, events: readonly NewInboxEvent[]): Promise<Set<string>> {
   if (events.length === 0) return new Set();
   const n = events.length;
-  const cols: unknown[][] = Array.from({ length: 13 }, () => new Array<unknown>(n));
+  const cols: unknown[][] = Array.from({ length: 14 }, () => new Array<unknown>(n));
+  const bodies: Uint8Array[] = [];
+  // 1-based, as substring counts.
+  let start = 1;
   for (let i = 0; i < n; i++) {
     const e = events[i]!;
     cols[0]![i] = e.eventId;
     cols[1]![i] = e.type;
     cols[2]![i] = e.occurredAt;
     cols[3]![i] = e.rawBody ? null : e.payloadJson;
-    // base64 keeps bytes intact through both drivers' text-array encoding.
-    cols[4]![i] = e.rawBody ? e.rawBody.toString('base64') : null;
-    cols[5]![i] = e.signatureHeader;
-    cols[6]![i] = e.headers ? JSON.stringify(e.headers) : null;
-    cols[7]![i] = e.endpointId;
-    cols[8]![i] = e.source;
-    cols[9]![i] = e.correspondenceId;
-    cols[10]![i] = e.secretIndex;
-    cols[11]![i] = e.status;
-    cols[12]![i] = e.lastError;
+    cols[4]![i] = e.rawBody ? start : null;
+    cols[5]![i] = e.rawBody ? e.rawBody.length : null;
+    if (e.rawBody) {
+      bodies.push(e.rawBody);
+      start += e.rawBody.length;
+    }
+    cols[6]![i] = e.signatureHeader;
+    cols[7]![i] = e.headers ? JSON.stringify(e.headers) : null;
+    cols[8]![i] = e.endpointId;
+    cols[9]![i] = e.source;
+    cols[10]![i] = e.correspondenceId;
+    cols[11]![i] = e.secretIndex;
+    cols[12]![i] = e.status;
+    cols[13]![i] = e.lastError;
   }
-  const res = await q.query<{ n: number; ids: string[] | null }>(INSERT_BATCH_SQL, [...cols, n]);
+  const res = await q.query<{ n: number; ids: string[] | null }>(INSERT_BATCH_SQL, [...cols, n, Buffer.concat(bodies, start - 1)]);
   const ids = res.rows[0]?.ids;
   return ids ? new Set(ids) : new Set(events.map((e) => e.eventId));
 }

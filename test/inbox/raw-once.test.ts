@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inboxRowFromEnvelope } from '../../src/inbox/envelope-row.js';
 import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
@@ -52,5 +53,33 @@ describe.each(await availableStoreKinds())('the signed bytes, stored once, on %s
     expect(stored.rows[0]).toEqual({ payload: env, raw_body: null });
     const claimed = await claimBatch(store.db, { workerId: 'w2', limit: 10, leaseSeconds: 30, orderingHoldSeconds: 0 });
     expect(claimed.map((c) => c.payload)).toEqual([env]);
+  });
+
+  it('stores every body of a batch byte for byte, whatever the bytes and however they mix with rows without any', async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.option(fc.uint8Array({ maxLength: 3000 }), { nil: null }), { minLength: 1, maxLength: 40 }),
+        async (bodies) => {
+          run++;
+          const rows = bodies.map((body, i) => ({
+            ...inboxRowFromEnvelope(
+              { event_id: `evt_bytes_${kind}_${run}_${i}`, type: 'participant.acted', at: '2026-11-18T10:15:00Z', data: {} },
+              'webhook',
+            ),
+            rawBody: body === null ? null : Buffer.from(body),
+          }));
+          await insertInboxBatch(store.db, rows);
+          const stored = await store.db.query<{ event_id: string; raw_body: Uint8Array | null }>(
+            'SELECT event_id, raw_body FROM inbox WHERE event_id = ANY($1::text[])',
+            [rows.map((r) => r.eventId)],
+          );
+          const byId = new Map(stored.rows.map((r) => [r.event_id, r.raw_body === null ? null : Buffer.from(r.raw_body)]));
+          expect(byId.size).toBe(rows.length);
+          for (const r of rows) expect(byId.get(r.eventId)).toEqual(r.rawBody);
+        },
+      ),
+      { numRuns: 40 },
+    );
   });
 });
