@@ -85,8 +85,17 @@ export async function benchWorker(
   const node = benchNode(options.node ?? 'node@24');
   ensureGraphileWorker();
   const rows: Array<Record<string, string | number>> = [];
-  const row = (worker: string, seconds: number, rssMiB: number): void => {
-    rows.push({ worker, events: n, seconds, 'events/s': Math.round(n / seconds), 'RSS MiB': Math.round(rssMiB) });
+  /** CPU per event (process, then its Postgres backends) is measured on postroom's side only. */
+  const row = (worker: string, seconds: number, rssMiB: number, cpu?: { process: number; postgres: number }): void => {
+    rows.push({
+      worker,
+      events: n,
+      seconds,
+      'events/s': Math.round(n / seconds),
+      'process µs/event': cpu?.process ?? '',
+      'Postgres µs/event': cpu?.postgres ?? '',
+      'RSS MiB': Math.round(rssMiB),
+    });
   };
 
   // postroom: the worker as `serve` runs it, with the projection, a no-op user handler.
@@ -98,7 +107,9 @@ export async function benchWorker(
    * a tenth of the table has changed (a million rows at ten million), so a burst is drained on the quiet
    * moment's statistics.
    */
-  const drainPostroom = async (history: number): Promise<{ seconds: number; rssMiB: number }> => {
+  const drainPostroom = async (
+    history: number,
+  ): Promise<{ seconds: number; rssMiB: number; cpu: { process: number; postgres: number } }> => {
     const database = await benchDatabase();
     try {
       const setup = createPgDb({ url: database.url, poolSize: 2, logger: silentLogger() });
@@ -129,13 +140,17 @@ export async function benchWorker(
       ]);
       participants = result.participants as number;
       nodeVersion = result.node as string;
-      return { seconds: result.seconds as number, rssMiB };
+      return {
+        seconds: result.seconds as number,
+        rssMiB,
+        cpu: { process: result.process_us as number, postgres: result.postgres_us as number },
+      };
     } finally {
       await database.drop();
     }
   };
   const fresh = await drainPostroom(0);
-  row(`postroom (projection on, ${concurrency} loops, batch 100)`, fresh.seconds, fresh.rssMiB);
+  row(`postroom (projection on, ${concurrency} loops, batch 100)`, fresh.seconds, fresh.rssMiB, fresh.cpu);
 
   // graphile-worker: the job queue a user would reach for, same count of no-op jobs, same concurrency;
   // at its defaults, then with its batching on. Each run gets a fresh database.
@@ -159,6 +174,7 @@ export async function benchWorker(
       `postroom after a burst (${history.toLocaleString('en-US')} finished rows, statistics from before the burst)`,
       burst.seconds,
       burst.rssMiB,
+      burst.cpu,
     );
   }
 
@@ -174,7 +190,7 @@ export async function benchWorker(
   console.log(
     `both sides on Node ${nodeVersion} (${node}), graphile-worker ${graphileVersion}; each in its own process (RSS is that process's)`,
   );
-  table(rows, ['worker', 'events', 'seconds', 'events/s', 'RSS MiB']);
+  table(rows, ['worker', 'events', 'seconds', 'events/s', 'process µs/event', 'Postgres µs/event', 'RSS MiB']);
   for (const [name, value] of Object.entries(ratios)) console.log(`${name.padEnd(40)} ${value.toFixed(2)}x`);
   return { events: n, correspondences, concurrency, node: nodeVersion, graphile_worker: graphileVersion, rows, ratios };
 }

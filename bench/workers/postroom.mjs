@@ -1,7 +1,10 @@
 // postroom's side of bench/worker.ts, in a process of its own so that it runs under the same Node as
 // graphile-worker (Node 24) and from the compiled package, as `postroom serve` does. The worker as serve
 // runs it: the projection on, a no-op user handler. The events are already in the inbox.
-// Prints one JSON line: { node, events, seconds, participants }.
+// Prints one JSON line: { node, events, seconds, participants, process_us, postgres_us }, the last two being
+// CPU per event of this process and of its Postgres backends (from /proc: Postgres runs on this machine),
+// which move less than rates between runs on a shared machine.
+import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createPgDb, createPostroom, silentLogger } from 'postroom';
 
@@ -20,7 +23,24 @@ const db = createPgDb({ url, poolSize: concurrency + 1, logger: silentLogger() }
 const postroom = createPostroom({ db, logger: silentLogger(), worker: { concurrency, batchSize: 100, pollIntervalMs: 20 } });
 postroom.on('participant.acted', async () => undefined);
 
+/** CPU seconds of a process on this machine, from /proc (0 once it has gone). */
+const cpuSeconds = (pid) => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+};
+/** The worker's own backends: every connection to this database but the watcher's. */
+const backendCpu = async () => {
+  const { rows } = await watch.query('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+  return rows.reduce((sum, r) => sum + cpuSeconds(r.pid), 0);
+};
+
 const started = performance.now();
+const cpuBefore = process.cpuUsage();
 await postroom.start();
 const until = Date.now() + 600_000;
 while ((await processed()) < target) {
@@ -28,8 +48,20 @@ while ((await processed()) < target) {
   await new Promise((r) => setTimeout(r, 50));
 }
 const seconds = (performance.now() - started) / 1000;
+const cpu = process.cpuUsage(cpuBefore);
+// The pool's backends were opened by this drain (none existed before start), so their whole CPU is the drain's.
+const postgresSeconds = await backendCpu();
 await postroom.stop(5000);
 await db.close();
 const participants = (await watch.query('SELECT count(*)::int AS n FROM participant_projection')).rows[0].n;
 await watch.close();
-console.log(JSON.stringify({ node: process.version, events, seconds, participants }));
+console.log(
+  JSON.stringify({
+    node: process.version,
+    events,
+    seconds,
+    participants,
+    process_us: Math.round((cpu.user + cpu.system) / events),
+    postgres_us: Math.round((postgresSeconds * 1e6) / events),
+  }),
+);
