@@ -55,7 +55,14 @@ export type ReceiverKey = Variant['key'];
 export const INGRESS_COMPARISON: readonly ReceiverKey[] = ['gc_pk', 'gc_inbox', 'ingress'];
 
 export async function benchIngest(
-  options: { seconds?: number; connections?: number; runs?: number; sustainSeconds?: number; receivers?: readonly ReceiverKey[] } = {},
+  options: {
+    seconds?: number;
+    connections?: number;
+    runs?: number;
+    sustainSeconds?: number;
+    sustainRuns?: number;
+    receivers?: readonly ReceiverKey[];
+  } = {},
 ): Promise<Record<string, unknown>> {
   requireWrk();
   const seconds = options.seconds ?? 10;
@@ -63,6 +70,7 @@ export async function benchIngest(
   const runs = options.runs ?? 3;
   // 0 skips the run of `serve` with every role.
   const sustainSeconds = options.sustainSeconds ?? 60;
+  const sustainRuns = options.sustainRuns ?? 1;
   const database = await benchDatabase();
   const setup = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
   await migrate(setup);
@@ -103,7 +111,7 @@ export async function benchIngest(
   const results = new Map<string, Run[]>(variants.map((v) => [v.key, []]));
   // More than any receiver here answers in the time (wrk starts over at the end, and repeats are not counted).
   const reqs = cachedRequests(seconds * 60_000, SECRET);
-  let sustain: Record<string, number | string> | undefined;
+  const sustainPairs: Array<Record<string, number>> = [];
   try {
     // Interleaved, so a noisy minute on this shared machine hurts every receiver alike.
     for (let r = 0; r < runs; r++) {
@@ -133,11 +141,14 @@ export async function benchIngest(
       }
     }
 
-    if (sustainSeconds > 0) {
-      // Every role in one process, 60 s: ingest rate, and whether the worker keeps up (from an empty inbox).
+    /**
+     * `serve` with every role for sustainSeconds, from an empty inbox: its ingest rate and whether the worker
+     * keeps up. Each run is paired with `serve --role ingress` for as long just before it, so the ratio
+     * compares two runs a minute apart rather than one against the medians of a few minutes before.
+     */
+    const sustainedRun = async (role: 'ingress' | 'all'): Promise<Record<string, number>> => {
       await setup.exec('TRUNCATE inbox');
-      const reqs = cachedRequests(Math.min(sustainSeconds * 25_000, 2_000_000), SECRET);
-      const child = await startPostroom('all', port, postroomEnv(database.url));
+      const child = await startPostroom(role, port, postroomEnv(database.url));
       const rss = sampleRss(child.pid!);
       const backlog = async (): Promise<{ backlog: number; finished: number }> => {
         const c = await inboxStatusCounts(setup);
@@ -147,21 +158,15 @@ export async function benchIngest(
       try {
         const start = await backlog();
         let maxBacklog = 0;
-        const samples: number[] = [];
         const sampler = setInterval(() => {
-          void backlog().then((b) => {
-            maxBacklog = Math.max(maxBacklog, b.backlog);
-            samples.push(b.backlog);
-          });
+          void backlog().then((b) => (maxBacklog = Math.max(maxBacklog, b.backlog)));
         }, 2000);
-        const w = await runWrk(hook, reqs.file, { connections, seconds: sustainSeconds });
+        const w = await runWrk(hook, sustainReqs!.file, { connections, seconds: sustainSeconds });
         clearInterval(sampler);
         const end = await backlog();
-        const processedPerS = (end.finished - start.finished) / w.durationS;
-        sustain = {
-          seconds: sustainSeconds,
+        return {
           'req/s': Math.round(w.requests / w.durationS),
-          'processed/s': Math.round(processedPerS),
+          'processed/s': Math.round((end.finished - start.finished) / w.durationS),
           'p50 ms': w.p50Ms,
           'p99 ms': w.p99Ms,
           'backlog max': maxBacklog,
@@ -173,6 +178,12 @@ export async function benchIngest(
         rss.stop();
         await stop(child);
       }
+    };
+    const sustainReqs = sustainSeconds > 0 ? cachedRequests(Math.min(sustainSeconds * 25_000, 2_000_000), SECRET) : undefined;
+    for (let r = 0; r < (sustainSeconds > 0 ? sustainRuns : 0); r++) {
+      const alone = await sustainedRun('ingress');
+      const all = await sustainedRun('all');
+      sustainPairs.push({ run: r + 1, 'ingress req/s': alone['req/s']!, ...all, 'serve / ingress': all['req/s']! / alone['req/s']! });
     }
   } finally {
     await setup.close();
@@ -202,21 +213,40 @@ export async function benchIngest(
     'ingress / naive': get('ingress') / get('naive'),
     'ingress / verify-only ceiling': get('ingress') / get('ceiling'),
   };
-  if (sustain) ratios['serve (all roles) / ingress'] = (sustain['req/s'] as number) / get('ingress');
+  const sustain =
+    sustainPairs.length > 0
+      ? {
+          seconds: sustainSeconds,
+          runs: sustainPairs,
+          'serve / ingress (median of the pairs)': median(sustainPairs.map((p) => p['serve / ingress']!)),
+        }
+      : undefined;
+  if (sustain) {
+    ratios['serve (all roles) / ingress, paired (median)'] = sustain['serve / ingress (median of the pairs)'];
+    ratios['serve (all roles) / ingress'] = median(sustainPairs.map((p) => p['req/s']!)) / get('ingress');
+  }
   for (const [k, v] of Object.entries(ratios)) if (Number.isNaN(v)) delete ratios[k];
   console.log(
     `\nIngest: ${connections} connections, ${seconds} s per run, ${runs} interleaved runs per receiver (medians), unique signed events`,
   );
   table(rows, ['receiver', 'accepted/s', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'RSS MiB', 'req/s runs', 'p99 runs']);
   if (sustain) {
-    console.log(`\npostroom serve (ingress, worker with the projection, reconciler off) for ${sustainSeconds} s`);
-    table([sustain], Object.keys(sustain));
+    console.log(
+      `\npostroom serve (ingress, worker with the projection, reconciler off) for ${sustainSeconds} s, each run just after serve --role ingress for as long`,
+    );
+    table(
+      sustainPairs.map((p) => ({ ...p, 'serve / ingress': p['serve / ingress']!.toFixed(2) })),
+      Object.keys(sustainPairs[0]!),
+    );
   }
   for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(44)} ${v.toFixed(2)}x`);
   return { seconds, connections, runs, rows, sustain, ratios };
 }
 
-/** The bench's knobs: BENCH_SECONDS, BENCH_RUNS, BENCH_SUSTAIN_SECONDS (0 skips serve), BENCH_RECEIVERS (comma-separated keys). */
+/**
+ * The bench's knobs: BENCH_SECONDS, BENCH_RUNS, BENCH_SUSTAIN_SECONDS (0 skips serve), BENCH_SUSTAIN_RUNS (pairs
+ * of ingress-only and all-roles runs, default 1), BENCH_RECEIVERS (comma-separated keys).
+ */
 export function ingestOptionsFromEnv(
   defaults: { receivers?: readonly ReceiverKey[]; sustainSeconds?: number } = {},
 ): Parameters<typeof benchIngest>[0] {
@@ -225,6 +255,7 @@ export function ingestOptionsFromEnv(
     seconds: Number(process.env.BENCH_SECONDS ?? 10),
     runs: Number(process.env.BENCH_RUNS ?? 3),
     sustainSeconds: Number(process.env.BENCH_SUSTAIN_SECONDS ?? defaults.sustainSeconds ?? 60),
+    sustainRuns: Number(process.env.BENCH_SUSTAIN_RUNS ?? 1),
     ...(receivers ? { receivers } : {}),
   };
 }
