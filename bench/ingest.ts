@@ -146,7 +146,7 @@ export async function benchIngest(
      * keeps up. Each run is paired with `serve --role ingress` for as long just before it, so the ratio
      * compares two runs a minute apart rather than one against the medians of a few minutes before.
      */
-    const sustainedRun = async (role: 'ingress' | 'all'): Promise<Record<string, number>> => {
+    const sustainedRun = async (role: 'ingress' | 'all', reqsFile: string): Promise<Record<string, number>> => {
       await setup.exec('TRUNCATE inbox');
       const child = await startPostroom(role, port, postroomEnv(database.url));
       const rss = sampleRss(child.pid!);
@@ -161,7 +161,7 @@ export async function benchIngest(
         const sampler = setInterval(() => {
           void backlog().then((b) => (maxBacklog = Math.max(maxBacklog, b.backlog)));
         }, 2000);
-        const w = await runWrk(hook, sustainReqs!.file, { connections, seconds: sustainSeconds });
+        const w = await runWrk(hook, reqsFile, { connections, seconds: sustainSeconds });
         clearInterval(sampler);
         const end = await backlog();
         return {
@@ -180,9 +180,9 @@ export async function benchIngest(
       }
     };
     const sustainReqs = sustainSeconds > 0 ? cachedRequests(Math.min(sustainSeconds * 25_000, 2_000_000), SECRET) : undefined;
-    for (let r = 0; r < (sustainSeconds > 0 ? sustainRuns : 0); r++) {
-      const alone = await sustainedRun('ingress');
-      const all = await sustainedRun('all');
+    for (let r = 0; sustainReqs && r < sustainRuns; r++) {
+      const alone = await sustainedRun('ingress', sustainReqs.file);
+      const all = await sustainedRun('all', sustainReqs.file);
       sustainPairs.push({ run: r + 1, 'ingress req/s': alone['req/s']!, ...all, 'serve / ingress': all['req/s']! / alone['req/s']! });
     }
   } finally {
