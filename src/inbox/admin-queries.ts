@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import { inboxFilterSql } from './filter.js';
+import { inFlight, shownStatus } from './in-flight.js';
 import { payloadOf } from './payload.js';
 import type { InboxStatus } from './types.js';
 
@@ -25,7 +26,12 @@ function withPayload(row: ReplayCandidate): ReplayCandidate {
 }
 
 export async function getReplayCandidate(q: Queryable, eventId: string): Promise<ReplayCandidate | undefined> {
-  const res = await q.query<ReplayCandidate>(`SELECT ${CANDIDATE_COLUMNS} FROM inbox WHERE event_id = $1`, [eventId]);
+  const res = await q.query<ReplayCandidate>(
+    `SELECT event_id, type, ${shownStatus('i')} AS status,
+            attempts, payload, raw_body, pruned_at, last_error
+     FROM inbox i WHERE event_id = $1`,
+    [eventId],
+  );
   return res.rows[0] && withPayload(res.rows[0]);
 }
 
@@ -67,7 +73,8 @@ export interface Reparsed {
 /**
  * Puts events back in the queue as if just received: attempts start again, and
  * the previous outcome is kept in last_error as history. Only rows still in the
- * status the caller saw are touched (a worker may have moved them meanwhile).
+ * status the caller saw, and not in a worker's hands, are touched (a worker may
+ * have moved or claimed them meanwhile).
  */
 export async function resetForReplay(
   q: Queryable,
@@ -90,7 +97,7 @@ export async function resetForReplay(
                                   i.status, i.attempts, coalesce('; last error: ' || i.last_error, '')), 1000)
      FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[])
        AS u(event_id, from_status, payload, occurred_at, correspondence_id, type)
-     WHERE i.event_id = u.event_id AND i.status = u.from_status
+     WHERE i.event_id = u.event_id AND i.status = u.from_status AND NOT ${inFlight('i')}
      RETURNING i.event_id`,
     [
       rows.map((r) => r.eventId),

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/types.js';
+import { shownStatus } from './in-flight.js';
 
 /**
  * Counting the inbox without reading it: the statuses a row passes through or
@@ -8,14 +9,14 @@ import type { Queryable } from '../db/types.js';
  * the dead letters, not the number of events ever received.
  */
 const BY_TYPE_AND_STATUS_SQL = `
-SELECT type, status, count(*)::bigint AS n FROM inbox WHERE status IN ('received', 'processing', 'failed') GROUP BY type, status
+SELECT type, ${shownStatus()} AS status, count(*)::bigint AS n FROM inbox WHERE status IN ('received', 'processing', 'failed') GROUP BY 1, 2
 UNION ALL
 SELECT type, status, count(*)::bigint FROM inbox WHERE status IN ('dead', 'quarantined') GROUP BY type, status
 UNION ALL
 SELECT type, status, sum(n)::bigint FROM inbox_tally GROUP BY type, status HAVING sum(n) <> 0`;
 
 const BY_STATUS_SQL = `
-SELECT status, count(*)::bigint AS n FROM inbox WHERE status IN ('received', 'processing', 'failed') GROUP BY status
+SELECT ${shownStatus()} AS status, count(*)::bigint AS n FROM inbox WHERE status IN ('received', 'processing', 'failed') GROUP BY 1
 UNION ALL
 SELECT status, count(*)::bigint FROM inbox WHERE status IN ('dead', 'quarantined') GROUP BY status
 UNION ALL

@@ -1,3 +1,4 @@
+import { inFlight } from './in-flight.js';
 import type { InboxStatus } from './types.js';
 
 /** What the CLI and replay select inbox rows by. */
@@ -14,9 +15,13 @@ export interface InboxFilter {
  */
 export function inboxFilterSql(f: InboxFilter, params: unknown[]): string {
   const where: string[] = [];
-  if (f.status) {
+  if (f.status === 'processing') {
+    // A row of an earlier version's claim, or an event in a batch in flight (migration 008).
+    where.push(`(status = 'processing' OR (status IN ('received', 'failed') AND ${inFlight()}))`);
+  } else if (f.status) {
     params.push(f.status);
     where.push(`status = $${params.length}`);
+    if (f.status === 'received' || f.status === 'failed') where.push(`NOT ${inFlight()}`);
   }
   if (f.type) {
     params.push(f.type);

@@ -1,9 +1,10 @@
 import type { Queryable } from '../db/types.js';
 import { inboxFilterSql, type InboxFilter } from './filter.js';
+import { shownStatus } from './in-flight.js';
 import { payloadOf } from './payload.js';
 import type { InboxDetail, InboxRecord } from './types.js';
 
-const RECORD_COLUMNS = `event_id, type, status, source, occurred_at, received_at, correspondence_id, endpoint_id,
+const RECORD_COLUMNS = `event_id, type, ${shownStatus()} AS status, source, occurred_at, received_at, correspondence_id, endpoint_id,
   attempts, next_attempt_at, last_error, processed_at`;
 
 export interface ListFilter extends InboxFilter {

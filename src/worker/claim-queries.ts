@@ -2,7 +2,7 @@ import type { Db, Queryable } from '../db/types.js';
 import { payloadOf } from '../inbox/payload.js';
 import type { InboxSource } from '../inbox/types.js';
 
-/** A row the worker has claimed (status `processing`, leased to it). */
+/** An event the worker has claimed: counted in its batch's inbox_attempts row, not yet run. */
 export interface ClaimedEvent {
   event_id: string;
   type: string;
@@ -14,35 +14,37 @@ export interface ClaimedEvent {
   received_at: Date;
 }
 
+/** A claim: its inbox_attempts row and its events in the order they must run. */
+export interface ClaimedBatch {
+  batchId: string;
+  events: ClaimedEvent[];
+}
+
 /**
- * Claims up to `limit` runnable events in one statement and one short
- * transaction.
- *
+ * Events in a batch that has not finished: run right now, or left by a worker
+ * that stopped (see migrations/008_inbox_attempts.sql). Small: one row per
+ * batch in flight. Written as IN / NOT IN over a subquery so that Postgres
+ * hashes it once per statement instead of probing it for every candidate.
+ */
+const BUSY = 'SELECT unnest(a.event_ids) FROM inbox_attempts a';
+
+/**
  * Ordering: an event waits while an earlier event (by occurred_at, then event
  * id) of its correspondence is unfinished. Once it has waited
  * POSTROOM_ORDERING_HOLD_SECONDS since it was received, it stops waiting for
  * earlier events that are failing (so one poison event cannot block a
  * correspondence forever) but still lets earlier events that are received or
  * being processed go first. `dead`, `quarantined` and finished events never hold
- * anything back. A hold of 0 turns ordering off.
- *
- * Candidates are scanned in occurrence order (inbox_claim_order_idx), so the
- * earliest events of every correspondence come first, skipping those held back
- * by an event that is being processed elsewhere or waiting out a backoff. They
- * are locked with SKIP LOCKED and checked once more: nothing that holds them back
- * may exist outside this claim (another worker may have locked it meanwhile).
- * Earlier events inside the claim are fine: the batch runs them first, in order.
- *
- * Claiming counts an attempt, so an event that crashes its worker still runs
- * out of attempts instead of looping forever.
+ * anything back. A hold of 0 turns ordering off. ('processing' is only found on
+ * rows claimed by a version before migration 008.)
  */
-const HELD_BACK_BY = (e: string, c: string): string => `
+const HELD_BACK_BY = (e: string, c: string, hold: string): string => `
   ${e}.correspondence_id = ${c}.correspondence_id
   AND ${e}.status IN ('received', 'processing', 'failed') -- lets the planner use inbox_ordering_idx
   AND ${e}.occurred_at <= ${c}.occurred_at
   AND (${e}.occurred_at < ${c}.occurred_at OR ${e}.event_id COLLATE "C" < ${c}.event_id COLLATE "C")
   AND (${e}.status IN ('received', 'processing')
-       OR (${e}.status = 'failed' AND ${c}.received_at > now() - make_interval(secs => $4)))`;
+       OR (${e}.status = 'failed' AND ${c}.received_at > now() - make_interval(secs => ${hold})))`;
 
 /**
  * Read the correspondence's unfinished events in inbox_ordering_idx's order.
@@ -55,48 +57,67 @@ const HELD_BACK_BY = (e: string, c: string): string => `
  */
 const EARLIEST_FIRST = (e: string): string => `ORDER BY ${e}.correspondence_id, ${e}.occurred_at LIMIT 1 OFFSET 0`;
 
-const CLAIM_SQL = `
-WITH candidates AS (
+/**
+ * Step one: lock up to $1 candidates, scanned in occurrence order
+ * (inbox_claim_order_idx) so the earliest events of every correspondence come
+ * first, skipping those held back by an event that is in another batch or
+ * waiting out a backoff. SKIP LOCKED passes over what another claim is taking.
+ */
+const LOCK_CANDIDATES_SQL = `
+SELECT c.event_id
+FROM inbox c
+WHERE c.status IN ('received', 'failed')
+  AND c.next_attempt_at <= now()
+  AND c.event_id NOT IN (${BUSY})
+  AND ($2 <= 0 OR c.correspondence_id IS NULL OR NOT EXISTS (
+        SELECT 1 FROM inbox e
+        WHERE ${HELD_BACK_BY('e', 'c', '$2')}
+          AND (e.status = 'processing' OR e.next_attempt_at > now() OR e.event_id IN (${BUSY}))
+        ${EARLIEST_FIRST('e')}))
+ORDER BY c.occurred_at, c.event_id COLLATE "C"
+LIMIT $1
+FOR NO KEY UPDATE OF c SKIP LOCKED`;
+
+/**
+ * Step two, a new statement and so a new snapshot, taken once the locks are
+ * ours: any claim that held one of these rows before has committed by now, and
+ * its inbox_attempts row is visible here even if step one's snapshot predates
+ * it. So a locked event that is busy after all is dropped, as is one that
+ * something outside this claim still holds back (earlier events inside the
+ * claim are fine: the batch runs them first, in order). What remains is
+ * recorded as one inbox_attempts row, which keeps the events out of every other
+ * claim once this transaction commits and its row locks are gone.
+ */
+const RECORD_CLAIM_SQL = `
+WITH locked AS (
   SELECT c.event_id, c.correspondence_id, c.occurred_at, c.received_at
   FROM inbox c
-  WHERE c.status IN ('received', 'failed')
-    AND c.next_attempt_at <= now()
-    AND ($4 <= 0 OR c.correspondence_id IS NULL OR NOT EXISTS (
-          SELECT 1 FROM inbox e
-          WHERE ${HELD_BACK_BY('e', 'c')}
-            AND (e.status = 'processing' OR e.next_attempt_at > now())
-          ${EARLIEST_FIRST('e')}))
-  ORDER BY c.occurred_at, c.event_id COLLATE "C"
-  LIMIT $2
-  FOR UPDATE SKIP LOCKED
+  WHERE c.event_id = ANY($2::text[])
+    AND c.status COLLATE "C" IN ('received', 'failed') -- by the primary key, not a partial index (see complete-queries.ts)
+    AND c.event_id NOT IN (${BUSY})
 ),
 claimable AS (
-  SELECT c.event_id FROM candidates c
-  WHERE $4 <= 0 OR c.correspondence_id IS NULL OR NOT EXISTS (
+  SELECT c.event_id FROM locked c
+  WHERE $3 <= 0 OR c.correspondence_id IS NULL OR NOT EXISTS (
     SELECT 1 FROM inbox e
-    WHERE ${HELD_BACK_BY('e', 'c')}
-      AND NOT EXISTS (SELECT 1 FROM candidates k WHERE k.event_id = e.event_id)
+    WHERE ${HELD_BACK_BY('e', 'c', '$3')}
+      AND NOT EXISTS (SELECT 1 FROM locked k WHERE k.event_id = e.event_id)
     ${EARLIEST_FIRST('e')})
 ),
-claimed AS (
-  UPDATE inbox i
-  SET status = 'processing',
-      attempts = i.attempts + 1,
-      locked_by = $1,
-      locked_until = now() + make_interval(secs => $3)
-  FROM claimable k
-  WHERE i.event_id = k.event_id
-  RETURNING i.event_id, i.type, i.payload, CASE WHEN i.payload IS NULL THEN i.raw_body END AS raw_body,
-            i.attempts, i.correspondence_id, i.source, i.received_at, i.occurred_at
+batch AS (
+  INSERT INTO inbox_attempts (worker_id, event_ids)
+  SELECT $1, array_agg(event_id) FROM claimable HAVING count(*) > 0
+  RETURNING batch_id, event_ids
 )
-SELECT event_id, type, payload, raw_body, attempts, correspondence_id, source, received_at
-FROM claimed
-ORDER BY occurred_at NULLS FIRST, event_id COLLATE "C"`;
+SELECT b.batch_id::text AS batch_id, i.event_id, i.type, i.payload, CASE WHEN i.payload IS NULL THEN i.raw_body END AS raw_body,
+       i.attempts + 1 AS attempts, i.correspondence_id, i.source, i.received_at
+FROM batch b CROSS JOIN LATERAL unnest(b.event_ids) AS x(event_id)
+JOIN inbox i ON i.event_id = x.event_id
+ORDER BY i.occurred_at NULLS FIRST, i.event_id COLLATE "C"`;
 
 export interface ClaimParams {
   workerId: string;
   limit: number;
-  leaseSeconds: number;
   orderingHoldSeconds: number;
 }
 
@@ -110,26 +131,86 @@ export interface ClaimParams {
  */
 const CLAIM_PLAN = 'SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; SET LOCAL jit = off';
 
-/** Returns the claimed events in the order they must run: by occurrence, then event id. */
-export async function claimBatch(db: Pick<Db, 'transaction'>, p: ClaimParams): Promise<ClaimedEvent[]> {
+/**
+ * Claims up to `limit` runnable events in one short transaction that writes one
+ * small row and no inbox row. Committed before any handler runs, that row counts
+ * the attempt of an event that then kills its worker. Returns undefined when
+ * nothing was runnable.
+ */
+export async function claimBatch(db: Pick<Db, 'transaction'>, p: ClaimParams): Promise<ClaimedBatch | undefined> {
   return db.transaction(async (tx) => {
     await tx.exec(CLAIM_PLAN);
-    const res = await tx.query<ClaimedEvent & { raw_body: Uint8Array | null }>(CLAIM_SQL, [
+    const locked = await tx.query<{ event_id: string }>(LOCK_CANDIDATES_SQL, [p.limit, p.orderingHoldSeconds]);
+    if (locked.rows.length === 0) return undefined;
+    const res = await tx.query<ClaimedEvent & { batch_id: string; raw_body: Uint8Array | null }>(RECORD_CLAIM_SQL, [
       p.workerId,
-      p.limit,
-      p.leaseSeconds,
+      locked.rows.map((r) => r.event_id),
       p.orderingHoldSeconds,
     ]);
+    if (res.rows.length === 0) return undefined;
     // The body is parsed here, in the worker, not by Postgres on the ingest path.
-    return res.rows.map(({ raw_body, ...row }) => ({ ...row, payload: payloadOf({ payload: row.payload, raw_body }) }));
+    const events = res.rows.map(({ raw_body, batch_id: _, ...row }) => ({
+      ...row,
+      payload: payloadOf({ payload: row.payload, raw_body }),
+    }));
+    return { batchId: res.rows[0]!.batch_id, events };
   });
 }
 
 /**
- * Hands back events whose worker stopped renewing its lease (crashed, killed,
- * partitioned). A worker that is alive holds row locks on its batch while it
- * runs it, so SKIP LOCKED passes over those. The claim already counted the
- * attempt: an event that keeps killing its worker goes dead.
+ * Counts the attempt of every unfinished event in a batch whose worker stopped
+ * between claiming it and committing it (crashed, killed, cut off): its
+ * inbox_attempts row is unlocked, because the transaction that held it is gone,
+ * and older than the lease. A worker that is alive holds its batch's row locked
+ * until it commits, so SKIP LOCKED passes over it however long it runs. An event
+ * that keeps killing its worker runs out of attempts and goes dead.
+ */
+const REAP_ATTEMPTS_SQL = `
+WITH orphaned AS (
+  SELECT batch_id, worker_id, event_ids FROM inbox_attempts
+  WHERE started_at < now() - make_interval(secs => $2)
+  ORDER BY started_at
+  LIMIT $3
+  FOR UPDATE SKIP LOCKED
+),
+gone AS (
+  DELETE FROM inbox_attempts a USING orphaned o WHERE a.batch_id = o.batch_id
+),
+charged AS (
+  UPDATE inbox i
+  SET attempts = i.attempts + 1,
+      status = CASE WHEN i.attempts + 1 >= $1 THEN 'dead' ELSE 'failed' END,
+      next_attempt_at = now(),
+      last_error = left('lease expired: worker ' || o.worker_id || ' stopped before finishing attempt ' || (i.attempts + 1), 1000)
+  FROM orphaned o CROSS JOIN LATERAL unnest(o.event_ids) AS x(event_id)
+  WHERE i.event_id = x.event_id
+    AND i.event_id = ANY(ARRAY(SELECT unnest(event_ids) FROM orphaned))
+    AND i.status COLLATE "C" IN ('received', 'failed')
+  RETURNING i.event_id, i.type, i.status
+)
+SELECT event_id, type, status FROM charged`;
+
+/** The status test and the id list keep the update on the primary key (see complete-queries.ts). */
+export async function reapOrphanedAttempts(
+  q: Queryable,
+  maxAttempts: number,
+  leaseSeconds: number,
+  limit = 100,
+): Promise<Array<{ event_id: string; type: string; status: 'failed' | 'dead' }>> {
+  const res = await q.query<{ event_id: string; type: string; status: 'failed' | 'dead' }>(REAP_ATTEMPTS_SQL, [
+    maxAttempts,
+    leaseSeconds,
+    limit,
+  ]);
+  return res.rows;
+}
+
+/**
+ * Rows claimed by a version before migration 008 (status 'processing', leased
+ * to a worker) whose worker stopped: handed back once the lease expires, as
+ * that version did. A worker of that version that is alive holds row locks on
+ * its batch while it runs it, so SKIP LOCKED passes over those. Its claim
+ * already counted the attempt.
  */
 const REAP_SQL = `
 WITH expired AS (

@@ -6,8 +6,8 @@ import type { Logger } from '../logging/logger.js';
 import { applyToProjection } from '../projection/apply.js';
 import { backoffDelay } from '../backoff.js';
 import { withEqualJitter } from './backoff.js';
-import type { ClaimedEvent } from './claim-queries.js';
-import { completeEvents, lockClaimed, type Completion } from './complete-queries.js';
+import type { ClaimedBatch, ClaimedEvent } from './claim-queries.js';
+import { completeEvents, takeBatch, takeOneOfBatch, type Completion } from './complete-queries.js';
 import type { WorkerOptions } from './options.js';
 import { runHandlers, type HandlerRun } from './run-handlers.js';
 
@@ -48,62 +48,65 @@ function errorText(err: unknown): string {
 /**
  * Runs a claimed batch in one transaction: the projection for all its valid
  * events (two statements), each event's handlers in a savepoint, then every
- * status in one statement, and one commit. If the transaction fails outside a
- * handler (a projection or connection error), the batch is retried event by
- * event so one bad event cannot hold the others back. Returns the outcomes that
- * were committed.
+ * status in one statement, and one commit that also ends the batch's
+ * inbox_attempts row. If the transaction fails outside a handler (a projection
+ * or connection error), the batch is retried event by event so one bad event
+ * cannot hold the others back. Returns the outcomes that were committed.
  */
-export async function processClaimed<Api>(bc: BatchContext<Api>, claimed: readonly ClaimedEvent[]): Promise<EventOutcome[]> {
-  const entries = claimed.map((row) => ({ row, validated: validateEvent(row) }));
+export async function processClaimed<Api>(bc: BatchContext<Api>, batch: ClaimedBatch): Promise<EventOutcome[]> {
+  const entries = batch.events.map((row) => ({ row, validated: validateEvent(row) }));
   // Correspondences with an event that did not finish here: their later events wait.
   const held = new Set<string>();
   try {
-    return await bc.db.transaction((tx) => runBatch(bc, tx, entries, held));
+    return await bc.db.transaction(async (tx) => {
+      if (await takeBatch(tx, batch.batchId)) return runBatch(bc, tx, entries, held);
+      lostBatch(bc, entries);
+      return [];
+    });
   } catch (err) {
-    if (entries.length === 1) return recordFailure(bc, entries[0]!, err, held);
+    if (entries.length === 1) return recordFailure(bc, batch.batchId, entries[0]!, err, held);
     bc.logger.warn({ err, events: entries.length }, 'batch transaction failed; running its events one at a time');
   }
   const outcomes: EventOutcome[] = [];
   for (const entry of entries) {
     try {
-      outcomes.push(...(await bc.db.transaction((tx) => runBatch(bc, tx, [entry], held))));
+      outcomes.push(
+        ...(await bc.db.transaction(async (tx) => {
+          if (await takeOneOfBatch(tx, batch.batchId, entry.row.event_id)) return runBatch(bc, tx, [entry], held);
+          lostBatch(bc, [entry]);
+          return [];
+        })),
+      );
     } catch (err) {
-      outcomes.push(...(await recordFailure(bc, entry, err, held)));
+      outcomes.push(...(await recordFailure(bc, batch.batchId, entry, err, held)));
     }
   }
   return outcomes;
 }
 
-async function runBatch<Api>(bc: BatchContext<Api>, tx: Queryable, entries: readonly Entry[], held: Set<string>): Promise<EventOutcome[]> {
-  const owned = await lockClaimed(
-    tx,
-    entries.map((e) => e.row.event_id),
-    bc.workerId,
+function lostBatch<Api>(bc: BatchContext<Api>, entries: readonly Entry[]): void {
+  bc.logger.warn(
+    { lost: entries.map((e) => e.row.event_id) },
+    'the lease expired before processing began; the events were handed back to the queue',
   );
-  const mine = entries.filter((e) => owned.has(e.row.event_id));
-  if (mine.length < entries.length) {
-    bc.logger.warn(
-      { lost: entries.filter((e) => !owned.has(e.row.event_id)).map((e) => e.row.event_id) },
-      'lease expired before processing; another worker owns these events now',
-    );
-  }
+}
 
+async function runBatch<Api>(bc: BatchContext<Api>, tx: Queryable, entries: readonly Entry[], held: Set<string>): Promise<EventOutcome[]> {
   // The projection follows every valid event, whatever the handlers do: it is
   // what the service told us, and applying an event twice changes nothing.
   await applyToProjection(
     tx,
-    mine.flatMap((e) => (e.validated.kind === 'known' ? [e.validated.event] : [])),
+    entries.flatMap((e) => (e.validated.kind === 'known' ? [e.validated.event] : [])),
   );
 
   const outcomes: EventOutcome[] = [];
-  for (const entry of mine) outcomes.push(await runOne(bc, tx, entry, held));
+  for (const entry of entries) outcomes.push(await runOne(bc, tx, entry, held));
 
   const finishedWithCorrespondence = outcomes.some(
     (o) => o.row.correspondence_id !== null && o.completion.status !== 'failed' && o.completion.attemptsDelta === 0,
   );
   await completeEvents(
     tx,
-    bc.workerId,
     outcomes.map((o) => o.completion),
     finishedWithCorrespondence && bc.options.orderingHoldSeconds > 0,
   );
@@ -167,15 +170,23 @@ function failure<Api>(bc: BatchContext<Api>, row: ClaimedEvent, err: unknown, ru
   return { row, completion: { eventId: row.event_id, status: 'failed', error, retryInMs, attemptsDelta: 0 }, handlerRun: run };
 }
 
-/** The event's own transaction failed: record the failure on its own (autocommit). */
-async function recordFailure<Api>(bc: BatchContext<Api>, entry: Entry, err: unknown, held: Set<string>): Promise<EventOutcome[]> {
+/** The event's own transaction failed: record the failure in a transaction of its own. */
+async function recordFailure<Api>(
+  bc: BatchContext<Api>,
+  batchId: string,
+  entry: Entry,
+  err: unknown,
+  held: Set<string>,
+): Promise<EventOutcome[]> {
   if (entry.row.correspondence_id !== null) held.add(entry.row.correspondence_id);
   const outcome = failure(bc, entry.row, err, undefined);
   try {
-    const updated = await completeEvents(bc.db, bc.workerId, [outcome.completion], false);
+    const updated = await bc.db.transaction(async (tx) =>
+      (await takeOneOfBatch(tx, batchId, entry.row.event_id)) ? completeEvents(tx, [outcome.completion], false) : 0,
+    );
     return updated === 1 ? [outcome] : [];
   } catch (again) {
-    // The store is unreachable: the lease runs out and the event is claimed again.
+    // The store is unreachable: the lease runs out and the reaper counts the attempt.
     bc.logger.error({ event_id: entry.row.event_id, err: again }, 'could not record a failure; the event returns when its lease expires');
     return [];
   }

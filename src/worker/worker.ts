@@ -8,7 +8,7 @@ import type { Logger } from '../logging/logger.js';
 import { eventTypeLabel } from '../metrics/labels.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { EventError, reportEventError, type OnErrorHook } from '../events/event-error.js';
-import { claimBatch, reapExpiredLeases } from './claim-queries.js';
+import { claimBatch, reapExpiredLeases, reapOrphanedAttempts } from './claim-queries.js';
 import { DEFAULT_WORKER_OPTIONS, type WorkerOptions } from './options.js';
 import { processClaimed, type BatchContext, type EventOutcome } from './process-batch.js';
 
@@ -181,7 +181,10 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     const now = Date.now();
     if (now - lastReapAt < reapEveryMs) return;
     lastReapAt = now;
-    const reaped = await reapExpiredLeases(db, options.maxAttempts);
+    const reaped = [
+      ...(await reapOrphanedAttempts(db, options.maxAttempts, options.leaseSeconds)),
+      ...(await reapExpiredLeases(db, options.maxAttempts)),
+    ];
     for (const r of reaped) {
       logger.warn({ event_id: r.event_id, type: r.type, status: r.status }, 'reclaimed an event whose worker stopped (lease expired)');
       if (r.status === 'dead') {
@@ -209,12 +212,11 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     const claimed = await claimBatch(db, {
       workerId: id,
       limit: options.batchSize,
-      leaseSeconds: options.leaseSeconds,
       orderingHoldSeconds: options.orderingHoldSeconds,
     });
     const batchStarted = performance.now();
     metrics?.workerClaimDuration.observe((batchStarted - claimStarted) / 1000);
-    if (claimed.length === 0) return undefined;
+    if (!claimed) return undefined;
     const outcomes = await processClaimed(batchContext, claimed);
     metrics?.workerBatchDuration.observe((performance.now() - batchStarted) / 1000);
     record(outcomes);

@@ -32,7 +32,11 @@ function row(id: string, type: string, status: 'received' | 'quarantined' = 'rec
 /** The truth, counted the expensive way. */
 async function truth(q: Queryable): Promise<{ by_status: Record<string, number>; by_type: Record<string, Record<string, number>> }> {
   const res = await q.query<{ type: string; status: string; n: number }>(
-    'SELECT type, status, count(*)::int AS n FROM inbox GROUP BY type, status',
+    // An unfinished event in a batch that a worker holds (migration 008) is shown as processing.
+    `SELECT i.type, CASE WHEN i.status IN ('received', 'failed') AND f.event_id IS NOT NULL THEN 'processing' ELSE i.status END AS status,
+            count(*)::int AS n
+     FROM inbox i LEFT JOIN (SELECT DISTINCT unnest(event_ids) AS event_id FROM inbox_attempts) f ON f.event_id = i.event_id
+     GROUP BY 1, 2`,
   );
   const by_status: Record<string, number> = {};
   const by_type: Record<string, Record<string, number>> = {};
@@ -118,10 +122,13 @@ describe.each(await availableStoreKinds())('inbox counts on %s', (kind) => {
       fc.record({
         kind: fc.constant('set' as const),
         from: fc.constantFrom(...INBOX_STATUSES),
-        to: fc.constantFrom(...INBOX_STATUSES),
+        // No writer sets 'processing' since migration 008 (a check refuses it); claims are rows in inbox_attempts.
+        to: fc.constantFrom(...INBOX_STATUSES.filter((st) => st !== 'processing')),
         limit: fc.integer({ min: 1, max: 5 }),
       }),
       fc.record({ kind: fc.constant('retype' as const), type: fc.constantFrom(...TYPES) }),
+      fc.record({ kind: fc.constant('claim' as const), limit: fc.integer({ min: 1, max: 4 }) }),
+      fc.record({ kind: fc.constant('finish' as const) }),
       fc.record({ kind: fc.constant('delete' as const), status: fc.constantFrom(...INBOX_STATUSES) }),
       fc.record({ kind: fc.constant('truncate' as const) }),
     );
@@ -138,6 +145,17 @@ describe.each(await availableStoreKinds())('inbox counts on %s', (kind) => {
               `UPDATE inbox SET status = $2 WHERE event_id IN (SELECT event_id FROM inbox WHERE status = $1 ORDER BY event_id LIMIT $3)`,
               [o.from, o.to, o.limit],
             );
+          } else if (o.kind === 'claim') {
+            await store.db.query(
+              `INSERT INTO inbox_attempts (worker_id, event_ids)
+               SELECT 'w', array_agg(event_id) FROM (
+                 SELECT event_id FROM inbox WHERE status IN ('received', 'failed')
+                   AND event_id NOT IN (SELECT unnest(event_ids) FROM inbox_attempts) ORDER BY event_id LIMIT $1) c
+               HAVING count(*) > 0`,
+              [o.limit],
+            );
+          } else if (o.kind === 'finish') {
+            await store.db.query('DELETE FROM inbox_attempts WHERE batch_id = (SELECT min(batch_id) FROM inbox_attempts)');
           } else if (o.kind === 'retype') {
             await store.db.query(
               `UPDATE inbox SET type = $1 WHERE event_id IN (SELECT event_id FROM inbox ORDER BY event_id DESC LIMIT 2)`,

@@ -61,8 +61,8 @@ describe.each(await availableStoreKinds())('upgrading an existing inbox to 007 o
     expect(indexes).not.toContain('inbox_runnable_idx');
     expect(indexes).not.toContain('inbox_status_received_idx');
 
-    const claimed = await claimBatch(store.db, { workerId: 'w', limit: 10, leaseSeconds: 30, orderingHoldSeconds: 0 });
-    expect(claimed.map((c) => [c.event_id, (c.payload as { event_id: string }).event_id])).toEqual([
+    const claimed = await claimBatch(store.db, { workerId: 'w', limit: 10, orderingHoldSeconds: 0 });
+    expect(claimed!.events.map((c) => [c.event_id, (c.payload as { event_id: string }).event_id])).toEqual([
       ['evt_old_5', 'evt_old_5'],
       ['evt_old_6', 'evt_old_6'],
     ]);

@@ -34,8 +34,8 @@ describe.each(await availableStoreKinds())('the signed bytes, stored once, on %s
     await store.db.query(`UPDATE inbox SET status = 'dead' WHERE event_id = $1`, [env.event_id]);
     expect((await getReplayCandidate(store.db, env.event_id))!.payload).toEqual(env);
     await store.db.query(`UPDATE inbox SET status = 'received' WHERE event_id = $1`, [env.event_id]);
-    const claimed = await claimBatch(store.db, { workerId: 'w1', limit: 10, leaseSeconds: 30, orderingHoldSeconds: 0 });
-    expect(claimed.map((c) => c.payload)).toEqual([env]);
+    const claimed = await claimBatch(store.db, { workerId: 'w1', limit: 10, orderingHoldSeconds: 0 });
+    expect(claimed!.events.map((c) => c.payload)).toEqual([env]);
   });
 
   it('still reads payload where an older row kept it, and a row written without bytes keeps its payload', async () => {
@@ -51,8 +51,8 @@ describe.each(await availableStoreKinds())('the signed bytes, stored once, on %s
       [env.event_id],
     );
     expect(stored.rows[0]).toEqual({ payload: env, raw_body: null });
-    const claimed = await claimBatch(store.db, { workerId: 'w2', limit: 10, leaseSeconds: 30, orderingHoldSeconds: 0 });
-    expect(claimed.map((c) => c.payload)).toEqual([env]);
+    const claimed = await claimBatch(store.db, { workerId: 'w2', limit: 10, orderingHoldSeconds: 0 });
+    expect(claimed!.events.map((c) => c.payload)).toEqual([env]);
   });
 
   it('stores every body of a batch byte for byte, whatever the bytes and however they mix with rows without any', async () => {

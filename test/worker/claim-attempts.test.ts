@@ -1,0 +1,114 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createPostroom } from '../../src/app/postroom.js';
+import { DEFAULT_MIGRATIONS_DIR, migrate } from '../../src/db/migrate.js';
+import { getReplayCandidate } from '../../src/inbox/admin-queries.js';
+import { inboxStats } from '../../src/inbox/count-queries.js';
+import { getInboxEvent, listInbox } from '../../src/inbox/read-queries.js';
+import { claimBatch } from '../../src/worker/claim-queries.js';
+import { decideReplay } from '../../src/worker/replay.js';
+import { availableStoreKinds, openTestStore } from '../support/db.js';
+import { envelope, inboxRow, insertEnvelopes } from './support.js';
+
+/**
+ * Issue 16: a claim records its attempt in one inbox_attempts row per batch
+ * instead of rewriting every inbox row it takes (migration 008). What the old
+ * 'processing' status promised must still hold: the events are in nobody
+ * else's hands, operators see them as processing, and replay leaves them alone.
+ */
+
+const cleanups: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+const acted = (cid: string, second: number, id?: string) =>
+  envelope(
+    'participant.acted',
+    { correspondence_id: cid, participant_id: 'p', act: 'read', ref: 'r' },
+    new Date(Date.UTC(2026, 0, 1, 0, 0, second)),
+    id,
+  );
+
+function migrationsBefore(version: number): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'postroom-mig008-'));
+  for (const f of fs.readdirSync(DEFAULT_MIGRATIONS_DIR))
+    if (Number(f.slice(0, 3)) < version) fs.copyFileSync(path.join(DEFAULT_MIGRATIONS_DIR, f), path.join(dir, f));
+  cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%s)', (kind) => {
+  it('a claim rewrites no inbox row, yet its events are in no other claim, count as processing and cannot be replayed', async () => {
+    const store = await openTestStore(kind);
+    cleanups.push(store.cleanup);
+    const events = [acted('cor_a', 0), acted('cor_b', 1), acted('cor_c', 2)];
+    await insertEnvelopes(store.db, events);
+    const versions = async () =>
+      (await store.db.query<{ event_id: string; ctid: string }>('SELECT event_id, ctid::text AS ctid FROM inbox ORDER BY event_id')).rows;
+    const before = await versions();
+
+    const claim = await claimBatch(store.db, { workerId: 'w1', limit: 10, orderingHoldSeconds: 300 });
+    expect(claim!.events.map((e) => e.event_id)).toEqual(events.map((e) => e.event_id));
+    expect(claim!.events.every((e) => e.attempts === 1)).toBe(true);
+    // The same row versions: the claim wrote nothing to the inbox.
+    expect(await versions()).toEqual(before);
+    const attempts = await store.db.query<{ worker_id: string; event_ids: string[] }>('SELECT worker_id, event_ids FROM inbox_attempts');
+    expect(attempts.rows).toHaveLength(1);
+    expect(attempts.rows[0]!.worker_id).toBe('w1');
+    expect([...attempts.rows[0]!.event_ids].sort()).toEqual(events.map((e) => e.event_id).sort());
+
+    expect(await claimBatch(store.db, { workerId: 'w2', limit: 10, orderingHoldSeconds: 300 })).toBeUndefined();
+    expect((await inboxStats(store.db)).by_status).toEqual({ processing: 3 });
+    expect((await listInbox(store.db, { status: 'processing', limit: 10 })).map((r) => r.event_id).sort()).toEqual(
+      events.map((e) => e.event_id).sort(),
+    );
+    expect(await listInbox(store.db, { status: 'received', limit: 10 })).toEqual([]);
+    expect((await getInboxEvent(store.db, events[1]!.event_id))!.status).toBe('processing');
+    const candidate = await getReplayCandidate(store.db, events[0]!.event_id);
+    expect(decideReplay(candidate!)).toEqual({ action: 'refused', reason: 'it is being processed right now' });
+
+    // A later event of a claimed correspondence waits for the batch to finish.
+    const later = acted('cor_a', 5);
+    await insertEnvelopes(store.db, [later]);
+    expect(await claimBatch(store.db, { workerId: 'w2', limit: 10, orderingHoldSeconds: 300 })).toBeUndefined();
+    const free = acted('cor_d', 6);
+    await insertEnvelopes(store.db, [free]);
+    expect((await claimBatch(store.db, { workerId: 'w2', limit: 10, orderingHoldSeconds: 300 }))!.events.map((e) => e.event_id)).toEqual([
+      free.event_id,
+    ]);
+  });
+
+  it("upgrading with an earlier version's batch in flight: its rows are reaped and run, and a claim of the earlier kind fails", async () => {
+    const store = await openTestStore(kind, { migrate: false });
+    cleanups.push(store.cleanup);
+    await migrate(store.db, { dir: migrationsBefore(8) });
+    const held = acted('cor_old', 0);
+    const waiting = acted('cor_new', 1);
+    await insertEnvelopes(store.db, [held, waiting]);
+    // A worker of the earlier version claimed one event and was stopped for the upgrade.
+    await store.db.query(
+      `UPDATE inbox SET status = 'processing', attempts = 1, locked_by = 'old-worker', locked_until = now() - interval '1 second'
+       WHERE event_id = $1`,
+      [held.event_id],
+    );
+
+    await migrate(store.db);
+    // An earlier-version worker still running cannot take the event that a new one might be running.
+    await expect(
+      store.db.query(`UPDATE inbox SET status = 'processing', locked_by = 'old-worker' WHERE event_id = $1`, [waiting.event_id]),
+    ).rejects.toThrow(/inbox_processing_retired/);
+    expect((await inboxStats(store.db)).by_status).toEqual({ processing: 1, received: 1 });
+
+    const postroom = createPostroom({ db: store.db, worker: { concurrency: 1, listen: false, leaseSeconds: 1 } });
+    await postroom.drain();
+    expect(await inboxRow(store.db, held.event_id)).toMatchObject({
+      status: 'processed',
+      attempts: 2,
+      last_error: expect.stringMatching(/lease expired: worker old-worker/),
+    });
+    expect(await inboxRow(store.db, waiting.event_id)).toMatchObject({ status: 'processed', attempts: 1 });
+  });
+});
