@@ -22,7 +22,7 @@ export interface CreateWorkerOptions<Api = unknown> {
   metrics?: Metrics | undefined;
   api?: Api;
   options?: Partial<WorkerOptions>;
-  /** Shows in inbox.locked_by; defaults to host:pid:random. */
+  /** Shows in inbox_attempts.worker_id and in the error of an event reaped from it; defaults to host:pid:random. */
   workerId?: string;
   /** For jitter; injected by tests. */
   random?: () => number;
