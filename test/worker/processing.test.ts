@@ -218,9 +218,14 @@ describe.each(kinds)('worker processing (%s)', (kind) => {
       expect(result.by_status).toEqual({ processed: 2, failed: 1 });
       expect(await inboxRow(store.db, events[1]!.event_id)).toMatchObject({
         status: 'failed',
+        attempts: 1,
         last_error: expect.stringMatching(/projection refused cor_boom/),
       });
+      for (const ok of [events[0]!, events[2]!])
+        expect(await inboxRow(store.db, ok.event_id)).toMatchObject({ status: 'processed', attempts: 1 });
       expect((await store.db.query('SELECT count(*)::int AS n FROM effects')).rows[0]).toEqual({ n: 2 });
+      // Each event left the batch's attempts row with its own outcome: nothing is left for the reaper to count again.
+      expect((await store.db.query('SELECT count(*)::int AS n FROM inbox_attempts')).rows[0]).toEqual({ n: 0 });
     } finally {
       await store.db.exec('DROP TRIGGER refuse_cor_boom ON correspondence_projection');
     }
