@@ -1,4 +1,5 @@
 import type { Db, Queryable } from '../db/types.js';
+import { inFlight } from '../inbox/in-flight.js';
 import { payloadOf } from '../inbox/payload.js';
 import type { InboxSource } from '../inbox/types.js';
 
@@ -19,14 +20,6 @@ export interface ClaimedBatch {
   batchId: string;
   events: ClaimedEvent[];
 }
-
-/**
- * Events in a batch that has not finished: run right now, or left by a worker
- * that stopped (see migrations/008_inbox_attempts.sql). Small: one row per
- * batch in flight. Written as IN / NOT IN over a subquery so that Postgres
- * hashes it once per statement instead of probing it for every candidate.
- */
-const BUSY = 'SELECT unnest(a.event_ids) FROM inbox_attempts a';
 
 /**
  * Ordering: an event waits while an earlier event (by occurred_at, then event
@@ -68,11 +61,11 @@ SELECT c.event_id
 FROM inbox c
 WHERE c.status IN ('received', 'failed')
   AND c.next_attempt_at <= now()
-  AND c.event_id NOT IN (${BUSY})
+  AND NOT ${inFlight('c')}
   AND ($2 <= 0 OR c.correspondence_id IS NULL OR NOT EXISTS (
         SELECT 1 FROM inbox e
         WHERE ${HELD_BACK_BY('e', 'c', '$2')}
-          AND (e.status = 'processing' OR e.next_attempt_at > now() OR e.event_id IN (${BUSY}))
+          AND (e.status = 'processing' OR e.next_attempt_at > now() OR ${inFlight('e')})
         ${EARLIEST_FIRST('e')}))
 ORDER BY c.occurred_at, c.event_id COLLATE "C"
 LIMIT $1
@@ -94,7 +87,7 @@ WITH locked AS (
   FROM inbox c
   WHERE c.event_id = ANY($2::text[])
     AND c.status COLLATE "C" IN ('received', 'failed') -- by the primary key, not a partial index (see complete-queries.ts)
-    AND c.event_id NOT IN (${BUSY})
+    AND NOT ${inFlight('c')}
 ),
 claimable AS (
   SELECT c.event_id FROM locked c

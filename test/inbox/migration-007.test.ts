@@ -1,31 +1,20 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_MIGRATIONS_DIR, migrate } from '../../src/db/migrate.js';
+import { migrate } from '../../src/db/migrate.js';
 import { inboxStatusCounts } from '../../src/inbox/read-queries.js';
 import { claimBatch } from '../../src/worker/claim-queries.js';
 import { availableStoreKinds, openTestStore } from '../support/db.js';
+import { migrationsBefore } from '../support/migrations.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-/** The migrations an installation made before issue 16 has applied. */
-function migrationsBefore(version: number): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'postroom-mig007-'));
-  for (const f of fs.readdirSync(DEFAULT_MIGRATIONS_DIR))
-    if (Number(f.slice(0, 3)) < version) fs.copyFileSync(path.join(DEFAULT_MIGRATIONS_DIR, f), path.join(dir, f));
-  cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
 describe.each(await availableStoreKinds())('upgrading an existing inbox to 007 on %s', (kind) => {
   it('keeps every row and payload, counts what was already there, and the worker reads the old rows', async () => {
     const store = await openTestStore(kind, { migrate: false });
     cleanups.push(store.cleanup);
-    await migrate(store.db, { dir: migrationsBefore(7) });
+    await migrate(store.db, { dir: migrationsBefore(7, cleanups) });
     // Rows as the old insert wrote them: the body as jsonb and again as bytes.
     const statuses = ['processed', 'processed', 'skipped', 'dead', 'quarantined', 'received', 'failed', 'processed'];
     for (const [i, status] of statuses.entries()) {

@@ -1,15 +1,13 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostroom } from '../../src/app/postroom.js';
-import { DEFAULT_MIGRATIONS_DIR, migrate } from '../../src/db/migrate.js';
+import { migrate } from '../../src/db/migrate.js';
 import { getReplayCandidate } from '../../src/inbox/admin-queries.js';
 import { inboxStats } from '../../src/inbox/count-queries.js';
 import { getInboxEvent, listInbox } from '../../src/inbox/read-queries.js';
 import { claimBatch } from '../../src/worker/claim-queries.js';
 import { decideReplay } from '../../src/worker/replay.js';
 import { availableStoreKinds, openTestStore } from '../support/db.js';
+import { migrationsBefore } from '../support/migrations.js';
 import { envelope, inboxRow, insertEnvelopes } from './support.js';
 
 /**
@@ -31,14 +29,6 @@ const acted = (cid: string, second: number, id?: string) =>
     new Date(Date.UTC(2026, 0, 1, 0, 0, second)),
     id,
   );
-
-function migrationsBefore(version: number): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'postroom-mig008-'));
-  for (const f of fs.readdirSync(DEFAULT_MIGRATIONS_DIR))
-    if (Number(f.slice(0, 3)) < version) fs.copyFileSync(path.join(DEFAULT_MIGRATIONS_DIR, f), path.join(dir, f));
-  cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%s)', (kind) => {
   it('a claim rewrites no inbox row, yet its events are in no other claim, count as processing and cannot be replayed', async () => {
@@ -84,7 +74,7 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
   it("upgrading with an earlier version's batch in flight: its rows are reaped and run, and a claim of the earlier kind fails", async () => {
     const store = await openTestStore(kind, { migrate: false });
     cleanups.push(store.cleanup);
-    await migrate(store.db, { dir: migrationsBefore(8) });
+    await migrate(store.db, { dir: migrationsBefore(8, cleanups) });
     const held = acted('cor_old', 0);
     const waiting = acted('cor_new', 1);
     await insertEnvelopes(store.db, [held, waiting]);
