@@ -3,8 +3,9 @@
  * `failed` until its batch commits; the claim is a row in inbox_attempts.
  * Claims keep such events out through inFlight, and whatever shows an operator
  * a status (stats, gauges, list, show, replay) reads it through shownStatus,
- * so an event in a worker's hands reads as `processing` everywhere. inbox_attempts holds one row per batch in flight,
- * and Postgres hashes this subquery once per statement.
+ * so an event in a worker's hands reads as `processing` everywhere.
+ * inbox_attempts holds one row per batch in flight, and Postgres hashes this
+ * subquery once per statement.
  */
 export const inFlight = (alias = 'inbox'): string => `${alias}.event_id IN (SELECT unnest(a.event_ids) FROM inbox_attempts a)`;
 

@@ -57,9 +57,10 @@ export interface Completion {
 
 /**
  * Writes a whole batch's outcomes in one statement, counting each attempt that
- * ran. Released events are left out: their row is as it was before the claim. The caller holds the batch (takeBatch), so no one else is running these
- * events. With `notify`, wakes the other workers: a finished event may release
- * later events of its correspondence they are holding back.
+ * ran. Released events are left out: their row stays as it was before the
+ * claim. The caller holds the batch (takeBatch), so no one else is running
+ * these events. With `notify`, wakes the other workers: a finished event may
+ * release later events of its correspondence they are holding back.
  */
 const COMPLETE_SQL = `
 WITH done AS (

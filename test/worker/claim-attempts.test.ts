@@ -4,7 +4,8 @@ import { migrate } from '../../src/db/migrate.js';
 import { getReplayCandidate } from '../../src/inbox/admin-queries.js';
 import { inboxStats } from '../../src/inbox/count-queries.js';
 import { getInboxEvent, listInbox } from '../../src/inbox/read-queries.js';
-import { claimBatch } from '../../src/worker/claim-queries.js';
+import { claimBatch, reapOrphanedAttempts } from '../../src/worker/claim-queries.js';
+import { takeBatch } from '../../src/worker/complete-queries.js';
 import { decideReplay } from '../../src/worker/replay.js';
 import { availableStoreKinds, openTestStore } from '../support/db.js';
 import { migrationsBefore } from '../support/migrations.js';
@@ -69,6 +70,47 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
     expect((await claimBatch(store.db, { workerId: 'w2', limit: 10, orderingHoldSeconds: 300 }))!.events.map((e) => e.event_id)).toEqual([
       free.event_id,
     ]);
+  });
+
+  it('the reaper counts no attempt for a batch younger than its lease, nor for one a live worker holds; a batch it took is not run', async () => {
+    const store = await openTestStore(kind);
+    cleanups.push(store.cleanup);
+    const event = acted('cor_r', 0);
+    await insertEnvelopes(store.db, [event]);
+    const claim = await claimBatch(store.db, { workerId: 'w1', limit: 10, orderingHoldSeconds: 300 });
+    const attemptRows = async () => (await store.db.query<{ n: number }>('SELECT count(*)::int AS n FROM inbox_attempts')).rows[0]!.n;
+
+    // Younger than the lease: no evidence yet that its worker stopped.
+    expect(await reapOrphanedAttempts(store.db, 10, 60)).toEqual([]);
+    expect(await inboxRow(store.db, event.event_id)).toMatchObject({ status: 'received', attempts: 0, last_error: null });
+    expect(await attemptRows()).toBe(1);
+
+    await store.db.query(`UPDATE inbox_attempts SET started_at = now() - interval '1 hour'`);
+    if (kind === 'postgres') {
+      // Older than the lease, but a live worker's batch transaction holds it: still nothing.
+      const rollback = new Error('rollback');
+      await expect(
+        store.db.transaction(async (tx) => {
+          expect(await takeBatch(tx, claim!.batchId)).toBe(true);
+          expect(await reapOrphanedAttempts(store.db, 10, 60)).toEqual([]);
+          throw rollback;
+        }),
+      ).rejects.toBe(rollback);
+      expect(await inboxRow(store.db, event.event_id)).toMatchObject({ status: 'received', attempts: 0 });
+    }
+
+    // Unheld and older than the lease: the attempt is counted once, and the worker that comes late runs nothing.
+    expect(await reapOrphanedAttempts(store.db, 10, 60)).toEqual([
+      { event_id: event.event_id, type: 'participant.acted', status: 'failed' },
+    ]);
+    expect(await inboxRow(store.db, event.event_id)).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      last_error: expect.stringMatching(/lease expired: worker w1 stopped before finishing attempt 1/),
+    });
+    expect(await attemptRows()).toBe(0);
+    expect(await reapOrphanedAttempts(store.db, 10, 60)).toEqual([]);
+    expect(await store.db.transaction((tx) => takeBatch(tx, claim!.batchId))).toBe(false);
   });
 
   it("upgrading with an earlier version's batch in flight: its rows are reaped and run, and a claim of the earlier kind fails", async () => {
