@@ -60,7 +60,7 @@ export type {
 export { COMPARED_FIELDS, COMPARED_PARTICIPANT_FIELDS, type ComparedField, type ComparedParticipantField } from './projection/compare.js';
 
 // The store.
-export type { Db, DbKind, Queryable, QueryResult, Session } from './db/types.js';
+export type { Db, DbKind, NamedStatement, Queryable, QueryResult, Session, Sql } from './db/types.js';
 export { createPgDb, type PgDbOptions } from './db/pg.js';
 export { createPgliteDb, type PgliteDbOptions } from './db/pglite.js';
 export { migrate, migrationStatus, type MigrationFile, type MigrationStatus } from './db/migrate.js';

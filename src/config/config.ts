@@ -21,6 +21,8 @@ export interface DatabaseConfig {
   statementTimeoutMs: number;
   /** The Postgres schema postroom's tables live in (never public: an embedder's tables may be there). */
   schema: string;
+  /** The worker's statements as prepared statements, planned once per connection; off behind a pooler that drops them. */
+  preparedStatements: boolean;
 }
 
 export interface IngressConfig {
@@ -119,6 +121,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
       poolSize: int(env, 'POSTROOM_DB_POOL_SIZE', 4, { min: 1, max: 100 }),
       statementTimeoutMs: int(env, 'POSTROOM_DB_STATEMENT_TIMEOUT_MS', 60_000, { min: 0, max: 3_600_000 }),
       schema,
+      preparedStatements: oneOf(env, 'POSTROOM_DB_PREPARED_STATEMENTS', ['on', 'off'] as const, 'on') === 'on',
     },
     ingress: {
       host: str(env, 'HOST') ?? '127.0.0.1',

@@ -13,6 +13,7 @@ export async function openDb(config: Config, logger: Logger, options: { poolSize
       statementTimeoutMs: config.database.statementTimeoutMs,
       logger,
       schema: config.database.schema,
+      preparedStatements: config.database.preparedStatements,
       ...(options.applicationName ? { applicationName: options.applicationName } : {}),
     });
   }

@@ -3,7 +3,8 @@ import { PostroomError, StoreUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import { advisoryKey } from './advisory-key.js';
 import { assertSchemaName, DEFAULT_SCHEMA, scopedLockName, searchPath } from './schema.js';
-import type { Db, Queryable, QueryResult, Session } from './types.js';
+import { sqlText } from './statement.js';
+import type { Db, Queryable, QueryResult, Session, Sql } from './types.js';
 
 export interface PgDbOptions {
   /** Where to connect; or pass `pool`. */
@@ -32,6 +33,13 @@ export interface PgDbOptions {
   keepAliveInitialDelayMs?: number;
   /** The schema postroom's tables live in (default `postroom`); created by `migrate`. */
   schema?: string;
+  /**
+   * Run named() statements as protocol-level prepared statements, planned once per
+   * connection (default true; always false with the application's `pool`, whose
+   * connections postroom does not own). Turn off behind a pooler in transaction
+   * mode that does not track them (PgBouncer before 1.21, or max_prepared_statements = 0).
+   */
+  preparedStatements?: boolean;
 }
 
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 60_000;
@@ -40,15 +48,40 @@ const CLIENT_GRACE_MS = 5000;
 /** For sessions that may legitimately wait long (a migration, a lock): the longest setTimeout allows. */
 const UNBOUNDED_MS = 2 ** 31 - 1;
 
-function wrap(client: pg.Pool | pg.PoolClient | pg.Client, queryTimeoutMs?: number): Queryable {
-  const config = (text: string, values?: readonly unknown[]): pg.QueryConfig => ({
-    text,
+/**
+ * The server no longer has a statement the driver prepared on this connection
+ * (26000), or already has one of that name (42P05): a pooler in transaction mode
+ * handed the session to another server connection without carrying them over.
+ */
+function preparedStatementLost(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '26000' || code === '42P05';
+}
+
+function wrap(client: pg.Pool | pg.PoolClient | pg.Client, queryTimeoutMs?: number, prepare = false): Queryable {
+  const config = (sql: Sql, values?: readonly unknown[]): pg.QueryConfig => ({
+    text: sqlText(sql),
+    ...(prepare && typeof sql !== 'string' ? { name: sql.name } : {}),
     ...(values === undefined ? {} : { values: values as unknown[] }),
     ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }),
   });
   return {
-    async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      const res = await client.query(config(sql, params));
+    async query<R>(sql: Sql, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      let res: pg.QueryResult;
+      try {
+        res = await client.query(config(sql, params));
+      } catch (err) {
+        if (prepare && typeof sql !== 'string' && preparedStatementLost(err)) {
+          throw new PostroomError(
+            'db_prepared_statements_unsupported',
+            'Postgres lost a prepared statement between two uses on the same connection: a pooler in transaction mode ' +
+              'does not carry them over. Set POSTROOM_DB_PREPARED_STATEMENTS=off, or let the pooler track them ' +
+              '(PgBouncer 1.21 or later with max_prepared_statements > 0).',
+            { cause: err },
+          );
+        }
+        throw err;
+      }
       return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
     },
     async exec(sql: string): Promise<void> {
@@ -62,10 +95,11 @@ async function inTransaction<T>(
   client: pg.PoolClient,
   fn: (tx: Queryable) => Promise<T>,
   queryTimeoutMs?: number,
+  prepare = false,
 ): Promise<{ value: T } | { error: unknown; broken: boolean }> {
   try {
     await client.query('BEGIN');
-    const value = await fn(wrap(client, queryTimeoutMs));
+    const value = await fn(wrap(client, queryTimeoutMs, prepare));
     await client.query('COMMIT');
     return { value };
   } catch (error) {
@@ -111,6 +145,7 @@ export function createPgDb(options: PgDbOptions): Db {
   const keepAliveInitialDelayMillis = options.keepAliveInitialDelayMs ?? 10_000;
   const schema = assertSchemaName(options.schema ?? DEFAULT_SCHEMA);
   const external = options.pool;
+  const prepare = !external && (options.preparedStatements ?? true);
   if (!external && !options.url) throw new PostroomError('db_config_invalid', 'createPgDb needs a url or an existing pool');
   const pool =
     external ??
@@ -157,7 +192,7 @@ export function createPgDb(options: PgDbOptions): Db {
 
   const base: Queryable = external
     ? {
-        async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+        async query<R>(sql: Sql, params?: readonly unknown[]): Promise<QueryResult<R>> {
           const { client, release } = await acquire();
           try {
             return await wrap(client).query<R>(sql, params);
@@ -170,7 +205,7 @@ export function createPgDb(options: PgDbOptions): Db {
           await this.query(sql);
         },
       }
-    : wrap(pool);
+    : wrap(pool, undefined, prepare);
 
   const listeners = new Set<pg.Client>();
 
@@ -180,13 +215,14 @@ export function createPgDb(options: PgDbOptions): Db {
     query: base.query,
     exec: base.exec,
 
-    async queryWithin<R>(timeoutMs: number, sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      return boundedQuery<R>(acquire, timeoutMs, sql, params);
+    async queryWithin<R>(timeoutMs: number, sql: Sql, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      // Unprepared: a connection abandoned at the deadline takes its statements with it.
+      return boundedQuery<R>(acquire, timeoutMs, sqlText(sql), params);
     },
 
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
       const { client, release } = await acquire();
-      const result = await inTransaction(client, fn);
+      const result = await inTransaction(client, fn, undefined, prepare);
       // A connection whose ROLLBACK failed is in an unknown state: destroy it rather than reuse it.
       release('broken' in result && result.broken);
       if ('error' in result) throw result.error;

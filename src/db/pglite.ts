@@ -3,7 +3,8 @@ import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { PostroomError, StoreUnavailableError } from '../errors.js';
 import { assertSchemaName, DEFAULT_SCHEMA, searchPath } from './schema.js';
-import type { Db, Queryable, QueryResult } from './types.js';
+import { sqlText } from './statement.js';
+import type { Db, Queryable, QueryResult, Sql } from './types.js';
 
 export interface PgliteDbOptions {
   /** A folder for the data, or undefined for a throw-away in-memory database (tests). */
@@ -19,8 +20,9 @@ interface PgliteLike {
 
 function wrap(target: PgliteLike): Queryable {
   return {
-    async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      const res = await target.query<R>(sql, params as unknown[] | undefined);
+    // One connection, in process: nothing to gain from naming a statement.
+    async query<R>(sql: Sql, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      const res = await target.query<R>(sqlText(sql), params as unknown[] | undefined);
       return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
     },
     async exec(sql: string): Promise<void> {
@@ -105,7 +107,7 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
     query: base.query,
     exec: base.exec,
     // One in-process connection: nothing to abandon, so the caller just stops waiting.
-    async queryWithin<R>(timeoutMs: number, sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+    async queryWithin<R>(timeoutMs: number, sql: Sql, params?: readonly unknown[]): Promise<QueryResult<R>> {
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<never>((_, reject) => {
         timer = setTimeout(

@@ -3,9 +3,17 @@ export interface QueryResult<R> {
   rowCount: number;
 }
 
+/** A statement kept prepared per connection where the store allows it (see named() in statement.ts). */
+export interface NamedStatement {
+  readonly name: string;
+  readonly text: string;
+}
+
+export type Sql = string | NamedStatement;
+
 /** What a query needs: a pool, a transaction or a single connection all look the same. */
 export interface Queryable {
-  query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+  query<R = Record<string, unknown>>(sql: Sql, params?: readonly unknown[]): Promise<QueryResult<R>>;
   /** Several statements without parameters (migrations). */
   exec(sql: string): Promise<void>;
 }
@@ -29,7 +37,7 @@ export interface Db extends Queryable {
    * destroyed rather than reused, so a stuck connection costs one statement, not
    * every one after it. For paths with a promise to keep (ingress acks, probes, scrapes).
    */
-  queryWithin<R = Record<string, unknown>>(timeoutMs: number, sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+  queryWithin<R = Record<string, unknown>>(timeoutMs: number, sql: Sql, params?: readonly unknown[]): Promise<QueryResult<R>>;
   /** The schema postroom's tables live in; every connection has it first on its search_path. */
   readonly schema: string;
   /** BEGIN … COMMIT around fn; ROLLBACK when it throws. */

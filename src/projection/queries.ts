@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import type { CorrespondenceFacts, DocumentFacts, ParticipantFacts } from './facts.js';
+import { named } from '../db/statement.js';
 
 /*
  * The merge rules, written once as sort orders and used twice: to reduce a
@@ -25,7 +26,9 @@ function pick(columns: string[], order: string): string {
  * once per statement), then merges them with the stored row. Rows go in key
  * order so concurrent workers lock them in the same order.
  */
-const UPSERT_CORRESPONDENCE_SQL = `
+const UPSERT_CORRESPONDENCE_SQL = named(
+  'project_correspondences',
+  `
 WITH f AS (
   SELECT *
   FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::int2[], $7::text[], $8::text[],
@@ -85,10 +88,13 @@ ON CONFLICT (correspondence_id) DO UPDATE SET
     LATEST('summary_at', 'summary_event_id'),
   )},
   ${pick(['last_event_id', 'last_event_type', 'last_event_at'], LATEST('last_event_at', 'last_event_id'))},
-  updated_at = now()`;
+  updated_at = now()`,
+);
 
 /** The same for participants: ranked state, latest act, first ref seen. */
-const UPSERT_PARTICIPANTS_SQL = `
+const UPSERT_PARTICIPANTS_SQL = named(
+  'project_participants',
+  `
 WITH f AS (
   SELECT *
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int2[], $6::text[], $7::timestamptz[], $8::text[])
@@ -112,7 +118,8 @@ ON CONFLICT (correspondence_id, participant_id) DO UPDATE SET
   ref = coalesce(p.ref, excluded.ref),
   ${pick(['state', 'state_rank', 'state_at', 'state_event_id'], RANKED('state_rank', 'state_at', 'state_event_id'))},
   ${pick(['last_act', 'last_act_at', 'last_act_event_id'], LATEST('last_act_at', 'last_act_event_id'))},
-  updated_at = now()`;
+  updated_at = now()`,
+);
 
 export async function upsertCorrespondenceFacts(q: Queryable, f: CorrespondenceFacts, documents: DocumentFacts): Promise<void> {
   if (f.correspondenceId.length === 0) return;

@@ -2,6 +2,7 @@ import type { Db, Queryable } from '../db/types.js';
 import { inFlight } from '../inbox/in-flight.js';
 import { payloadOf } from '../inbox/payload.js';
 import type { InboxSource } from '../inbox/types.js';
+import { named } from '../db/statement.js';
 
 /** An event the worker has claimed: counted in its batch's inbox_attempts row, not yet run. */
 export interface ClaimedEvent {
@@ -56,7 +57,9 @@ const EARLIEST_FIRST = (e: string): string => `ORDER BY ${e}.correspondence_id, 
  * first, skipping those held back by an event that is in another batch or
  * waiting out a backoff. SKIP LOCKED passes over what another claim is taking.
  */
-const LOCK_CANDIDATES_SQL = `
+const LOCK_CANDIDATES_SQL = named(
+  'claim_lock',
+  `
 SELECT c.event_id
 FROM inbox c
 WHERE c.status IN ('received', 'failed')
@@ -69,7 +72,8 @@ WHERE c.status IN ('received', 'failed')
         ${EARLIEST_FIRST('e')}))
 ORDER BY c.occurred_at, c.event_id COLLATE "C"
 LIMIT $1
-FOR NO KEY UPDATE OF c SKIP LOCKED`;
+FOR NO KEY UPDATE OF c SKIP LOCKED`,
+);
 
 /**
  * Step two, a new statement and so a new snapshot, taken once the locks are
@@ -81,7 +85,9 @@ FOR NO KEY UPDATE OF c SKIP LOCKED`;
  * recorded as one inbox_attempts row, which keeps the events out of every other
  * claim once this transaction commits and its row locks are gone.
  */
-const RECORD_CLAIM_SQL = `
+const RECORD_CLAIM_SQL = named(
+  'claim_record',
+  `
 WITH locked AS (
   SELECT c.event_id, c.correspondence_id, c.occurred_at, c.received_at
   FROM inbox c
@@ -106,7 +112,8 @@ SELECT b.batch_id::text AS batch_id, i.event_id, i.type, i.payload, CASE WHEN i.
        i.attempts + 1 AS attempts, i.correspondence_id, i.source, i.received_at
 FROM batch b CROSS JOIN LATERAL unnest(b.event_ids) AS x(event_id)
 JOIN inbox i ON i.event_id = x.event_id
-ORDER BY i.occurred_at NULLS FIRST, i.event_id COLLATE "C"`;
+ORDER BY i.occurred_at NULLS FIRST, i.event_id COLLATE "C"`,
+);
 
 export interface ClaimParams {
   workerId: string;

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import { INBOX_CHANNEL, type InboxStatus } from '../inbox/types.js';
+import { named } from '../db/statement.js';
 
 /**
  * The completion finds its rows by event id. Written plainly, `status IN
@@ -22,8 +23,10 @@ const IS_UNFINISHED = (alias: string): string => `${alias}.status COLLATE "C" IN
  * leaves the row for the reaper. False when the row is gone: the worker took
  * longer than the lease to get here and the reaper has handed the events back.
  */
+const TAKE_BATCH_SQL = named('take_batch', 'DELETE FROM inbox_attempts WHERE batch_id = $1::bigint');
+
 export async function takeBatch(tx: Queryable, batchId: string): Promise<boolean> {
-  const res = await tx.query('DELETE FROM inbox_attempts WHERE batch_id = $1::bigint', [batchId]);
+  const res = await tx.query(TAKE_BATCH_SQL, [batchId]);
   return res.rowCount === 1;
 }
 
@@ -62,7 +65,9 @@ export interface Completion {
  * these events. With `notify`, wakes the other workers: a finished event may
  * release later events of its correspondence they are holding back.
  */
-const COMPLETE_SQL = `
+const COMPLETE_SQL = named(
+  'complete',
+  `
 WITH done AS (
   UPDATE inbox i
   SET status = u.status,
@@ -75,7 +80,8 @@ WITH done AS (
   RETURNING i.event_id
 )
 SELECT count(*)::int AS updated, (CASE WHEN $5::boolean THEN pg_notify('${INBOX_CHANNEL}', '') END) IS NULL AS notified
-FROM done`;
+FROM done`,
+);
 
 export async function completeEvents(q: Queryable, all: readonly Completion[], notify: boolean): Promise<number> {
   const completions = all.filter((c) => c.attemptsDelta === 0);

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sqlText } from '../../src/db/statement.js';
 import type { Db, Queryable } from '../../src/db/types.js';
 import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
 import { inboxStatusCounts } from '../../src/inbox/read-queries.js';
@@ -52,7 +53,7 @@ function recording(db: Db): { q: Queryable; sql: string[] } {
   const sql: string[] = [];
   const q: Queryable = {
     query: (text, params) => {
-      sql.push(text);
+      sql.push(sqlText(text));
       return db.query(text, params);
     },
     exec: (text) => {

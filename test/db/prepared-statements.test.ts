@@ -1,0 +1,90 @@
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/config.js';
+import { openDb } from '../../src/db/open.js';
+import { createPgDb } from '../../src/db/pg.js';
+import { named } from '../../src/db/statement.js';
+import type { Db, Queryable } from '../../src/db/types.js';
+import { PostroomError } from '../../src/errors.js';
+import { silentLogger } from '../../src/logging/logger.js';
+import { adminUrl, createPostgresDatabase } from '../support/db.js';
+
+/**
+ * named() statements are parsed and planned once per connection: the server
+ * keeps them (pg_prepared_statements) between batches. Where that cannot be
+ * relied on (the application's pool, a pooler that drops them) they are sent
+ * as plain statements, or fail with an error that says what to set.
+ */
+const cleanups: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+});
+
+const PROBE = named('probe', 'SELECT $1::int + 1 AS n');
+
+/** What the connection running `tx` has prepared, by name. */
+async function preparedOn(tx: Queryable): Promise<string[]> {
+  return (await tx.query<{ name: string }>('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map((r) => r.name);
+}
+
+async function runTwice(db: Db): Promise<string[]> {
+  return db.transaction(async (tx) => {
+    expect((await tx.query<{ n: number }>(PROBE, [1])).rows).toEqual([{ n: 2 }]);
+    expect((await tx.query<{ n: number }>(PROBE, [41])).rows).toEqual([{ n: 42 }]);
+    return preparedOn(tx);
+  });
+}
+
+describe.skipIf(!(await adminUrl()))('prepared statements on Postgres', () => {
+  it('are kept by the connection, under a name that carries a hash of their text', async () => {
+    const database = await createPostgresDatabase();
+    cleanups.push(database.drop);
+    const db = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
+    cleanups.push(() => db.close());
+    expect(PROBE.name).toMatch(/^postroom_probe_[0-9a-f]{10}$/);
+    expect(named('probe', 'SELECT $1::int + 2 AS n').name).not.toBe(PROBE.name);
+    expect(await runTwice(db)).toEqual([PROBE.name]);
+  });
+
+  it('are plain statements with POSTROOM_DB_PREPARED_STATEMENTS=off', async () => {
+    const database = await createPostgresDatabase();
+    cleanups.push(database.drop);
+    const config = loadConfig({ DATABASE_URL: database.url, POSTROOM_DB_PREPARED_STATEMENTS: 'off' });
+    expect(config.database.preparedStatements).toBe(false);
+    const db = await openDb(config, silentLogger(), { poolSize: 1 });
+    cleanups.push(() => db.close());
+    expect(await runTwice(db)).toEqual([]);
+    expect(() => loadConfig({ DATABASE_URL: database.url, POSTROOM_DB_PREPARED_STATEMENTS: 'maybe' })).toThrow(
+      /POSTROOM_DB_PREPARED_STATEMENTS/,
+    );
+    expect(loadConfig({ DATABASE_URL: database.url }).database.preparedStatements).toBe(true);
+  });
+
+  it("are plain statements on the application's own pool, whose connections postroom does not own", async () => {
+    const database = await createPostgresDatabase();
+    cleanups.push(database.drop);
+    const pool = new pg.Pool({ connectionString: database.url, max: 1 });
+    cleanups.push(() => pool.end());
+    const db = createPgDb({ pool, logger: silentLogger() });
+    expect(await runTwice(db)).toEqual([]);
+  });
+
+  it('that the server lost fail with an error naming the setting to change', async () => {
+    const database = await createPostgresDatabase();
+    cleanups.push(database.drop);
+    const db = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
+    cleanups.push(() => db.close());
+    // What a pooler in transaction mode without statement tracking does: the next use finds another server session.
+    const err = await db
+      .transaction(async (tx) => {
+        await tx.query(PROBE, [1]);
+        await tx.exec('DEALLOCATE ALL');
+        await tx.query(PROBE, [1]);
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PostroomError);
+    expect((err as PostroomError).code).toBe('db_prepared_statements_unsupported');
+    expect((err as Error).message).toMatch(/POSTROOM_DB_PREPARED_STATEMENTS=off/);
+    expect(((err as Error).cause as { code?: string }).code).toBe('26000');
+  });
+});
