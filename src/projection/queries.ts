@@ -1,6 +1,6 @@
+import { named } from '../db/statement.js';
 import type { Queryable } from '../db/types.js';
 import type { CorrespondenceFacts, DocumentFacts, ParticipantFacts } from './facts.js';
-import { named } from '../db/statement.js';
 
 /*
  * The merge rules, written once as sort orders and used twice: to reduce a

@@ -1,8 +1,8 @@
+import { named } from '../db/statement.js';
 import type { Db, Queryable } from '../db/types.js';
 import { inFlight } from '../inbox/in-flight.js';
 import { payloadOf } from '../inbox/payload.js';
 import type { InboxSource } from '../inbox/types.js';
-import { named } from '../db/statement.js';
 
 /** An event the worker has claimed: counted in its batch's inbox_attempts row, not yet run. */
 export interface ClaimedEvent {

@@ -1,6 +1,6 @@
+import { named } from '../db/statement.js';
 import type { Queryable } from '../db/types.js';
 import { INBOX_CHANNEL, type InboxStatus } from '../inbox/types.js';
-import { named } from '../db/statement.js';
 
 /**
  * The completion finds its rows by event id. Written plainly, `status IN
@@ -15,6 +15,8 @@ import { named } from '../db/statement.js';
  */
 const IS_UNFINISHED = (alias: string): string => `${alias}.status COLLATE "C" IN ('received', 'failed')`;
 
+const TAKE_BATCH_SQL = named('take_batch', 'DELETE FROM inbox_attempts WHERE batch_id = $1::bigint');
+
 /**
  * Takes a claimed batch for its processing transaction: deletes its
  * inbox_attempts row, which stays locked until this transaction ends. So the
@@ -23,8 +25,6 @@ const IS_UNFINISHED = (alias: string): string => `${alias}.status COLLATE "C" IN
  * leaves the row for the reaper. False when the row is gone: the worker took
  * longer than the lease to get here and the reaper has handed the events back.
  */
-const TAKE_BATCH_SQL = named('take_batch', 'DELETE FROM inbox_attempts WHERE batch_id = $1::bigint');
-
 export async function takeBatch(tx: Queryable, batchId: string): Promise<boolean> {
   const res = await tx.query(TAKE_BATCH_SQL, [batchId]);
   return res.rowCount === 1;

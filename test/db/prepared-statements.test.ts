@@ -87,4 +87,21 @@ describe.skipIf(!(await adminUrl()))('prepared statements on Postgres', () => {
     expect((err as Error).message).toMatch(/POSTROOM_DB_PREPARED_STATEMENTS=off/);
     expect(((err as Error).cause as { code?: string }).code).toBe('26000');
   });
+
+  it('that the server already holds under that name (from another client) fail with the same error', async () => {
+    const database = await createPostgresDatabase();
+    cleanups.push(database.drop);
+    const db = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
+    cleanups.push(() => db.close());
+    // The pooler's other case: this client's first use lands on a server session where the name is taken.
+    const err = await db
+      .transaction(async (tx) => {
+        await tx.exec(`PREPARE ${PROBE.name} AS SELECT 1`);
+        await tx.query(PROBE, [1]);
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PostroomError);
+    expect((err as PostroomError).code).toBe('db_prepared_statements_unsupported');
+    expect(((err as Error).cause as { code?: string }).code).toBe('42P05');
+  });
 });
