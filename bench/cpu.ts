@@ -7,6 +7,12 @@
  * runs the build in another checkout, for before/after in one run;
  * `ingress+--flag` adds Node options), CPU_SECONDS, CPU_RUNS, CPU_PROF_DIR (every
  * receiver's process writes a --cpu-prof profile there).
+ *
+ * CPU_SLICES=n is the A/B mode for a noisy machine: every receiver runs at once,
+ * each on its own database, and the load alternates between them in slices of
+ * CPU_SECONDS, n rounds. Noise that drifts over seconds or minutes (a neighbour,
+ * the host's clock) then falls on every receiver alike, and each is reported
+ * against the first as the median of its per-round ratios.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -22,6 +28,28 @@ import { CACHED_TOLERANCE_SECONDS, cachedRequests, requireWrk, runWrk } from './
 
 const SECRET = 'whsec_bench_7c4f0d2b9e8a41f6a3c5b1e0d9f8a7b6';
 const TICK = 100; // clock ticks per second on Linux
+
+/** CPU seconds per thread name (main thread, V8 workers, libuv pool), to see where a process's time goes. */
+function threadSeconds(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tids: string[] = [];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = tid === String(pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(name, (out.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / TICK);
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
 
 function cpuSeconds(pid: number): number {
   try {
@@ -102,67 +130,176 @@ function startIngressKey(key: string, port: number, url: string, profDir: string
 const keys = (process.env.CPU_RECEIVERS ?? 'gc_pk,gc_inbox,ingress').split(',');
 const seconds = Number(process.env.CPU_SECONDS ?? 8);
 const runs = Number(process.env.CPU_RUNS ?? 3);
+const slices = Number(process.env.CPU_SLICES ?? 0);
 const profDir = process.env.CPU_PROF_DIR;
 requireWrk();
-const database = await benchDatabase();
-const setup = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
-await migrate(setup);
-await setup.exec('CREATE TABLE ref_pk (event_id text PRIMARY KEY, body bytea NOT NULL)');
-const refUrl = `${database.url}?options=${encodeURIComponent(`-c search_path=${setup.schema}`)}`;
-const admin = new pg.Client({ connectionString: database.url });
-await admin.connect();
-const dbName = new URL(database.url).pathname.slice(1);
-const port = 19_500 + Math.floor(Math.random() * 400);
-const reqs = cachedRequests(seconds * 60_000, SECRET);
-const results = new Map<string, Array<{ rate: number; proc: number; pgus: number; p99: number }>>(keys.map((k) => [k, []]));
-try {
-  for (let r = 0; r < runs; r++) {
-    for (const key of keys) {
+if (slices > 0) {
+  await alternate();
+} else {
+  await oneAtATime();
+}
+
+interface Measured {
+  rate: number;
+  proc: number;
+  pgus: number;
+  p99: number;
+}
+
+/** A receiver on its own database, ready to take load. */
+interface Rig {
+  key: string;
+  table: string;
+  port: number;
+  child: ChildProcess;
+  database: { url: string; drop(): Promise<void> };
+  setup: ReturnType<typeof createPgDb>;
+  admin: pg.Client;
+}
+
+async function prepareDatabase(): Promise<{ database: Rig['database']; setup: Rig['setup']; admin: pg.Client; refUrl: string }> {
+  const database = await benchDatabase();
+  const setup = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
+  await migrate(setup);
+  await setup.exec('CREATE TABLE ref_pk (event_id text PRIMARY KEY, body bytea NOT NULL)');
+  const refUrl = `${database.url}?options=${encodeURIComponent(`-c search_path=${setup.schema}`)}`;
+  const admin = new pg.Client({ connectionString: database.url });
+  await admin.connect();
+  return { database, setup, admin, refUrl };
+}
+
+function startReceiver(key: string, port: number, url: string, refUrl: string): Promise<ChildProcess> {
+  return key.startsWith('ingress')
+    ? startIngressKey(key, port, url, profDir)
+    : startGroupCommit(port, refUrl, key === 'gc_pk' ? 'pk' : 'inbox', profDir);
+}
+
+/** Loads one receiver for `seconds` and returns its CPU and Postgres time per stored row. */
+async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ m: Measured; threads: string }> {
+  const dbName = new URL(rig.database.url).pathname.slice(1);
+  await rig.setup.exec(`TRUNCATE ${rig.table}`);
+  const backends = (
+    await rig.admin.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
+      [dbName],
+    )
+  ).rows.map((x) => x.pid);
+  const t0 = threadSeconds(rig.child.pid!);
+  const c0 = cpuSeconds(rig.child.pid!);
+  const p0 = backends.reduce((a, p) => a + cpuSeconds(p), 0);
+  const w = await runWrk(`http://127.0.0.1:${rig.port}/webhooks`, file, { connections: 64, seconds });
+  const c1 = cpuSeconds(rig.child.pid!);
+  // A pool may have opened connections during the load (idle ones close between slices): all their time is in it.
+  const after = (
+    await rig.admin.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
+      [dbName],
+    )
+  ).rows.map((x) => x.pid);
+  const p1 = [...new Set([...backends, ...after])].reduce((a, p) => a + cpuSeconds(p), 0);
+  const t1 = threadSeconds(rig.child.pid!);
+  const stored = Number((await rig.admin.query<{ n: string }>(`SELECT count(*) AS n FROM ${rig.setup.schema}.${rig.table}`)).rows[0]!.n);
+  if (w.requests > 0.95 * fileRequests)
+    console.warn(`${rig.key}: sent ${w.requests} of ${fileRequests} cached requests; raise the file size`);
+  const threads = [...t1]
+    .map(([name, s1]) => [name, ((s1 - (t0.get(name) ?? 0)) / stored) * 1e6] as const)
+    .filter(([, us]) => us >= 0.5)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, us]) => `${name} ${us.toFixed(1)}`)
+    .join(', ');
+  return {
+    m: { rate: stored / w.durationS, proc: ((c1 - c0) / stored) * 1e6, pgus: ((p1 - p0) / stored) * 1e6, p99: w.p99Ms },
+    threads,
+  };
+}
+
+function line(key: string, label: string, m: Measured): string {
+  return `${key.padEnd(9)} ${label}: ${Math.round(m.rate)}/s  process ${m.proc.toFixed(1)} µs/event  postgres ${m.pgus.toFixed(1)} µs/event  p99 ${m.p99.toFixed(1)} ms`;
+}
+
+function load(): string {
+  return fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+}
+
+/** Every receiver up at once, load alternating between them; ratios are taken within each round. */
+async function alternate(): Promise<void> {
+  const rigs: Rig[] = [];
+  // Enough for 25,000 requests/s (the fastest reference here does 16,000): wrk reads the whole file before every slice.
+  const reqs = cachedRequests(seconds * 25_000, SECRET);
+  const basePort = 19_500 + Math.floor(Math.random() * 300);
+  try {
+    for (const [i, key] of keys.entries()) {
+      const { database, setup, admin, refUrl } = await prepareDatabase();
+      const port = basePort + i;
       const table = key === 'gc_pk' ? 'ref_pk' : 'inbox';
-      await setup.exec(`TRUNCATE ${table}`);
-      const child = key.startsWith('ingress')
-        ? await startIngressKey(key, port, database.url, profDir)
-        : await startGroupCommit(port, refUrl, key === 'gc_pk' ? 'pk' : 'inbox', profDir);
-      try {
-        // Warm up (JIT, connections), then measure.
-        await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds: 2 });
-        await setup.exec(`TRUNCATE ${table}`);
-        const backends = (
-          await admin.query<{ pid: number }>(
-            `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
-            [dbName],
-          )
-        ).rows.map((x) => x.pid);
-        const ownPid = (await admin.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-        const others = backends.filter((p) => p !== ownPid);
-        const c0 = cpuSeconds(child.pid!);
-        const p0 = others.reduce((a, p) => a + cpuSeconds(p), 0);
-        const w = await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds });
-        const c1 = cpuSeconds(child.pid!);
-        const p1 = others.reduce((a, p) => a + cpuSeconds(p), 0);
-        const stored = Number((await admin.query<{ n: string }>(`SELECT count(*) AS n FROM ${setup.schema}.${table}`)).rows[0]!.n);
-        results.get(key)!.push({
-          rate: stored / w.durationS,
-          proc: ((c1 - c0) / stored) * 1e6,
-          pgus: ((p1 - p0) / stored) * 1e6,
-          p99: w.p99Ms,
-        });
-        const last = results.get(key)!.at(-1)!;
-        console.log(
-          `${key.padEnd(9)} run ${r + 1}: ${Math.round(last.rate)}/s  process ${last.proc.toFixed(1)} µs/event  postgres ${last.pgus.toFixed(1)} µs/event  p99 ${last.p99.toFixed(1)} ms  load ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
-        );
-      } finally {
-        await stop(child);
+      const child = await startReceiver(key, port, database.url, refUrl);
+      rigs.push({ key, table, port, child, database, setup, admin });
+      await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds: 2 });
+    }
+    const all = new Map<string, Measured[]>(keys.map((k) => [k, []]));
+    for (let r = 0; r < slices; r++) {
+      // Each round starts with a different receiver, so none always follows the same one.
+      const order = rigs.map((_, i) => rigs[(i + r) % rigs.length]!);
+      for (const rig of order) {
+        const { m, threads } = await measure(rig, reqs.file, seconds * 25_000);
+        all.get(rig.key)!.push(m);
+        console.log(`${line(rig.key, `slice ${r + 1}`, m)}  load ${load()}\n          threads (µs/event): ${threads}`);
       }
     }
+    const first = all.get(keys[0]!)!;
+    for (const [k, ms] of all) {
+      const ratio = (f: (m: Measured) => number) => median(ms.map((m, i) => f(m) / f(first[i]!))).toFixed(3);
+      console.log(
+        `${line(k, 'median', { rate: median(ms.map((m) => m.rate)), proc: median(ms.map((m) => m.proc)), pgus: median(ms.map((m) => m.pgus)), p99: median(ms.map((m) => m.p99)) })}` +
+          `  | vs ${keys[0]}: rate ${ratio((m) => m.rate)}x  process ${ratio((m) => m.proc)}x  postgres ${ratio((m) => m.pgus)}x`,
+      );
+    }
+  } finally {
+    for (const rig of rigs) {
+      await stop(rig.child);
+      await rig.admin.end();
+      await rig.setup.close();
+      await rig.database.drop();
+    }
   }
-} finally {
-  await admin.end();
-  await setup.close();
-  await database.drop();
 }
-for (const [k, rs] of results) {
-  console.log(
-    `${k.padEnd(9)} median: ${Math.round(median(rs.map((x) => x.rate)))}/s  process ${median(rs.map((x) => x.proc)).toFixed(1)} µs/event  postgres ${median(rs.map((x) => x.pgus)).toFixed(1)} µs/event  p99 ${median(rs.map((x) => x.p99)).toFixed(1)} ms`,
-  );
+
+/** The original mode: one receiver at a time, each run fresh. */
+async function oneAtATime(): Promise<void> {
+  const { database, setup, admin, refUrl } = await prepareDatabase();
+  const port = 19_500 + Math.floor(Math.random() * 400);
+  const reqs = cachedRequests(seconds * 60_000, SECRET);
+  const results = new Map<string, Measured[]>(keys.map((k) => [k, []]));
+  try {
+    for (let r = 0; r < runs; r++) {
+      for (const key of keys) {
+        const table = key === 'gc_pk' ? 'ref_pk' : 'inbox';
+        await setup.exec(`TRUNCATE ${table}`);
+        const child = await startReceiver(key, port, database.url, refUrl);
+        try {
+          // Warm up (JIT, connections), then measure.
+          await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds: 2 });
+          const { m, threads } = await measure({ key, table, port, child, database, setup, admin }, reqs.file, seconds * 60_000);
+          results.get(key)!.push(m);
+          console.log(`${line(key, `run ${r + 1}`, m)}  load ${load()}\n          threads (µs/event): ${threads}`);
+        } finally {
+          await stop(child);
+        }
+      }
+    }
+  } finally {
+    await admin.end();
+    await setup.close();
+    await database.drop();
+  }
+  for (const [k, rs] of results) {
+    console.log(
+      line(k, 'median', {
+        rate: median(rs.map((x) => x.rate)),
+        proc: median(rs.map((x) => x.proc)),
+        pgus: median(rs.map((x) => x.pgus)),
+        p99: median(rs.map((x) => x.p99)),
+      }),
+    );
+  }
 }

@@ -22,18 +22,31 @@ export const ENDPOINT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-/** The answers that happen thousands of times a second are serialised once. */
-const CANNED = {
-  accepted: Buffer.from('{"status":"accepted"}'),
-  duplicate: Buffer.from('{"status":"duplicate"}'),
-  quarantined: Buffer.from('{"status":"quarantined"}'),
-};
+/**
+ * The answers that happen thousands of times a second, built once: a string body
+ * goes out in the same write as the head (Node joins them), where a Buffer body
+ * makes a second chunk and a writev; and a flat header list skips building and
+ * spreading an object per answer.
+ */
+const CANNED = Object.fromEntries(
+  (['accepted', 'duplicate', 'quarantined'] as const).map((status) => {
+    const body = `{"status":"${status}"}`;
+    return [status, { body, headers: ['Content-Type', JSON_TYPE, 'Content-Length', String(Buffer.byteLength(body))] }];
+  }),
+) as Record<'accepted' | 'duplicate' | 'quarantined', { body: string; headers: string[] }>;
 
-export function sendJson(res: ServerResponse, status: number, body: Buffer | object, headers: Record<string, string> = {}): void {
+function sendCanned(res: ServerResponse, status: keyof typeof CANNED): void {
   if (res.headersSent) return;
-  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body));
-  res.writeHead(status, { 'Content-Type': JSON_TYPE, 'Content-Length': String(bytes.length), ...headers });
-  res.end(bytes);
+  const canned = CANNED[status];
+  res.writeHead(200, canned.headers);
+  res.end(canned.body);
+}
+
+export function sendJson(res: ServerResponse, status: number, body: object, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': JSON_TYPE, 'Content-Length': String(Buffer.byteLength(text)), ...headers });
+  res.end(text);
 }
 
 export function errorBody(code: string, message: string) {
@@ -136,14 +149,14 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
         countSecret(outcome.secretLabel);
         observeSkew(outcome.skewSeconds);
         record(outcome.kind, '', startedAt);
-        sendJson(res, 200, CANNED[outcome.kind]);
+        sendCanned(res, outcome.kind);
         return;
       case 'quarantined': {
         countSecret(outcome.secretLabel);
         observeSkew(outcome.skewSeconds);
         const status = outcome.duplicate ? 'duplicate' : 'quarantined';
         record(status, '', startedAt);
-        sendJson(res, 200, CANNED[status]);
+        sendCanned(res, status);
         return;
       }
       case 'invalid_signature':

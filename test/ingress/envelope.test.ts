@@ -22,6 +22,8 @@ describe('parseEnvelope', () => {
     ['February 30 (Date.parse rolls it over, Postgres refuses it)', enc({ ...valid, at: '2026-02-30T00:00:00Z' }), /ISO 8601/],
     ['April 31', enc({ ...valid, at: '2026-04-31T12:00:00+02:00' }), /ISO 8601/],
     ['February 29 of a common year', enc({ ...valid, at: '2027-02-29T00:00:00Z' }), /ISO 8601/],
+    ['February 29 of 1900 (a century, not a leap year)', enc({ ...valid, at: '1900-02-29T00:00:00Z' }), /ISO 8601/],
+    ['February 29 of 2100', enc({ ...valid, at: '2100-02-29T00:00:00Z' }), /ISO 8601/],
     ['year 0000', enc({ ...valid, at: '0000-06-01T00:00:00Z' }), /ISO 8601/],
     ['an offset beyond 15:59', enc({ ...valid, at: '2026-01-01T00:00:00-16:00' }), /ISO 8601/],
     ['a lone surrogate', enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":"\\udc00"}}'), /surrogate/],
@@ -47,6 +49,8 @@ describe('parseEnvelope', () => {
 
   it('keeps real instants, February 29 of a leap year and surrogate pairs, and numbers inside strings', () => {
     expect(parseEnvelope(enc({ ...valid, at: '2028-02-29T23:59:59.999999+15:59' })).ok).toBe(true);
+    expect(parseEnvelope(enc({ ...valid, at: '2000-02-29T00:00:00Z' })).ok).toBe(true);
+    expect(parseEnvelope(enc({ ...valid, at: '1600-02-29T00:00:00-00:30' })).ok).toBe(true);
     expect(parseEnvelope(enc({ ...valid, data: { x: '😀 1e400000' } })).ok).toBe(true);
     expect(parseEnvelope(enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":1e300,"y":"\\ud83d\\ude00"}}')).ok).toBe(
       true,
