@@ -1,7 +1,10 @@
 /**
  * Ingest: correctly signed unique events at 64 connections (wrk, 1 thread), each
  * receiver in its own process, three interleaved runs per receiver, medians
- * reported. postroom is measured against the true limits on this machine, in the
+ * reported. Every receiver, reference or postroom, takes the same warm-up load
+ * (2 s by default) before its measured run: a daemon is measured as it runs in
+ * production, warm, and a cold start (JIT, the pool's first connections) had
+ * cost postroom, with far more code to compile, more than the references. postroom is measured against the true limits on this machine, in the
  * same run: the verify-only ceiling and a minimal group commit, both plain Node
  * on node:http (bench/receivers/*.mjs). Then `postroom serve` with every role for
  * 60 s: does processing keep up with ingest, with the projection on?
@@ -57,6 +60,8 @@ export const INGRESS_COMPARISON: readonly ReceiverKey[] = ['gc_pk', 'gc_inbox', 
 export async function benchIngest(
   options: {
     seconds?: number;
+    /** Load before each measured run, the table emptied after it; 0 measures from a cold start. */
+    warmupSeconds?: number;
     connections?: number;
     runs?: number;
     sustainSeconds?: number;
@@ -66,6 +71,7 @@ export async function benchIngest(
 ): Promise<Record<string, unknown>> {
   requireWrk();
   const seconds = options.seconds ?? 10;
+  const warmupSeconds = options.warmupSeconds ?? 2;
   const connections = options.connections ?? 64;
   const runs = options.runs ?? 3;
   // 0 skips the run of `serve` with every role.
@@ -116,11 +122,12 @@ export async function benchIngest(
     // Interleaved, so a noisy minute on this shared machine hurts every receiver alike.
     for (let r = 0; r < runs; r++) {
       for (const v of variants) {
+        const child = await v.start(port, v.key === 'ingress' ? database.url : refUrl);
+        if (warmupSeconds > 0) await runWrk(hook, reqs.file, { connections, seconds: warmupSeconds });
         // Every run replays the same events: each starts from an empty table, so its rows are all new.
         if (v.table) await setup.exec(`TRUNCATE ${v.table}`);
         const countSql = `SELECT count(*) AS n FROM ${v.table}`;
         const before = v.table ? await count(refUrl, countSql) : 0;
-        const child = await v.start(port, v.key === 'ingress' ? database.url : refUrl);
         const rss = sampleRss(child.pid!);
         try {
           const w = await runWrk(hook, reqs.file, { connections, seconds });
@@ -227,7 +234,7 @@ export async function benchIngest(
   }
   for (const [k, v] of Object.entries(ratios)) if (Number.isNaN(v)) delete ratios[k];
   console.log(
-    `\nIngest: ${connections} connections, ${seconds} s per run, ${runs} interleaved runs per receiver (medians), unique signed events`,
+    `\nIngest: ${connections} connections, ${seconds} s per run after ${warmupSeconds} s of warm-up, ${runs} interleaved runs per receiver (medians), unique signed events`,
   );
   table(rows, ['receiver', 'accepted/s', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'RSS MiB', 'req/s runs', 'p99 runs']);
   if (sustain) {
@@ -240,7 +247,7 @@ export async function benchIngest(
     );
   }
   for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(44)} ${v.toFixed(2)}x`);
-  return { seconds, connections, runs, rows, sustain, ratios };
+  return { seconds, warmupSeconds, connections, runs, rows, sustain, ratios };
 }
 
 /**
@@ -253,6 +260,7 @@ export function ingestOptionsFromEnv(
   const receivers = process.env.BENCH_RECEIVERS ? (process.env.BENCH_RECEIVERS.split(',') as ReceiverKey[]) : defaults.receivers;
   return {
     seconds: Number(process.env.BENCH_SECONDS ?? 10),
+    warmupSeconds: Number(process.env.BENCH_WARMUP_SECONDS ?? 2),
     runs: Number(process.env.BENCH_RUNS ?? 3),
     sustainSeconds: Number(process.env.BENCH_SUSTAIN_SECONDS ?? defaults.sustainSeconds ?? 60),
     sustainRuns: Number(process.env.BENCH_SUSTAIN_RUNS ?? 1),
