@@ -227,13 +227,26 @@ async function alternate(): Promise<void> {
   // Enough for 25,000 requests/s (the fastest reference here does 16,000): wrk reads the whole file before every slice.
   const reqs = cachedRequests(seconds * 25_000, SECRET);
   const basePort = 19_500 + Math.floor(Math.random() * 300);
+  // Results are kept by key: the same receiver twice would pool two receivers' slices.
+  const repeated = keys.find((k, i) => keys.indexOf(k) !== i);
+  if (repeated)
+    throw new Error(`CPU_RECEIVERS names ${repeated} twice; to compare a build with itself, give one copy a flag (ingress+--no-warnings)`);
+  const orphans: Array<() => Promise<void>> = [];
   try {
     for (const [i, key] of keys.entries()) {
       const { database, setup, admin, refUrl } = await prepareDatabase();
+      // Until its receiver is up and a rig holds it, the database is dropped from here.
+      const release = async (): Promise<void> => {
+        await admin.end();
+        await setup.close();
+        await database.drop();
+      };
+      orphans.push(release);
       const port = basePort + i;
       const table = key === 'gc_pk' ? 'ref_pk' : 'inbox';
       const child = await startReceiver(key, port, database.url, refUrl);
       rigs.push({ key, table, port, child, database, setup, admin });
+      orphans.splice(orphans.indexOf(release), 1);
       await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds: 2 });
     }
     const all = new Map<string, Measured[]>(keys.map((k) => [k, []]));
@@ -255,6 +268,7 @@ async function alternate(): Promise<void> {
       );
     }
   } finally {
+    for (const release of orphans) await release();
     for (const rig of rigs) {
       await stop(rig.child);
       await rig.admin.end();

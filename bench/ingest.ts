@@ -4,9 +4,10 @@
  * reported. Every receiver, reference or postroom, takes the same warm-up load
  * (2 s by default) before its measured run: a daemon is measured as it runs in
  * production, warm, and a cold start (JIT, the pool's first connections) had
- * cost postroom, with far more code to compile, more than the references. postroom is measured against the true limits on this machine, in the
- * same run: the verify-only ceiling and a minimal group commit, both plain Node
- * on node:http (bench/receivers/*.mjs). Then `postroom serve` with every role for
+ * cost postroom, with far more code to compile, more than the references.
+ * postroom is measured against the true limits on this machine, in the same
+ * run: the verify-only ceiling and a minimal group commit, both plain Node on
+ * node:http (bench/receivers/*.mjs). Then `postroom serve` with every role for
  * 60 s: does processing keep up with ingest, with the projection on?
  */
 import pg from 'pg';
@@ -123,13 +124,14 @@ export async function benchIngest(
     for (let r = 0; r < runs; r++) {
       for (const v of variants) {
         const child = await v.start(port, v.key === 'ingress' ? database.url : refUrl);
-        if (warmupSeconds > 0) await runWrk(hook, reqs.file, { connections, seconds: warmupSeconds });
-        // Every run replays the same events: each starts from an empty table, so its rows are all new.
-        if (v.table) await setup.exec(`TRUNCATE ${v.table}`);
-        const countSql = `SELECT count(*) AS n FROM ${v.table}`;
-        const before = v.table ? await count(refUrl, countSql) : 0;
+        // From the start, warm-up included: the memory target holds for the whole life of the process.
         const rss = sampleRss(child.pid!);
         try {
+          if (warmupSeconds > 0) await runWrk(hook, reqs.file, { connections, seconds: warmupSeconds });
+          // Every run replays the same events: each starts from an empty table, so its rows are all new.
+          if (v.table) await setup.exec(`TRUNCATE ${v.table}`);
+          const countSql = `SELECT count(*) AS n FROM ${v.table}`;
+          const before = v.table ? await count(refUrl, countSql) : 0;
           const w = await runWrk(hook, reqs.file, { connections, seconds });
           const stored = v.table ? (await count(refUrl, countSql)) - before : w.requests - w.non2xx;
           results.get(v.key)!.push({

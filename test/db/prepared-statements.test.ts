@@ -69,39 +69,41 @@ describe.skipIf(!(await adminUrl()))('prepared statements on Postgres', () => {
     expect(await runTwice(db)).toEqual([]);
   });
 
-  it('that the server lost fail with an error naming the setting to change', async () => {
+  /** Runs `body` in a transaction of postroom's own pool and returns what it failed with. */
+  async function failureOf(body: (tx: Queryable) => Promise<void>): Promise<unknown> {
     const database = await createPostgresDatabase();
     cleanups.push(database.drop);
     const db = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
     cleanups.push(() => db.close());
-    // What a pooler in transaction mode without statement tracking does: the next use finds another server session.
-    const err = await db
-      .transaction(async (tx) => {
-        await tx.query(PROBE, [1]);
-        await tx.exec('DEALLOCATE ALL');
-        await tx.query(PROBE, [1]);
-      })
-      .catch((e: unknown) => e);
+    return db.transaction(body).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+  }
+
+  function expectUnsupported(err: unknown, sqlstate: string): void {
     expect(err).toBeInstanceOf(PostroomError);
     expect((err as PostroomError).code).toBe('db_prepared_statements_unsupported');
     expect((err as Error).message).toMatch(/POSTROOM_DB_PREPARED_STATEMENTS=off/);
-    expect(((err as Error).cause as { code?: string }).code).toBe('26000');
+    expect(((err as Error).cause as { code?: string }).code).toBe(sqlstate);
+  }
+
+  it('that the server lost fail with an error naming the setting to change', async () => {
+    // What a pooler in transaction mode without statement tracking does: the next use finds another server session.
+    const err = await failureOf(async (tx) => {
+      await tx.query(PROBE, [1]);
+      await tx.exec('DEALLOCATE ALL');
+      await tx.query(PROBE, [1]);
+    });
+    expectUnsupported(err, '26000');
   });
 
   it('that the server already holds under that name (from another client) fail with the same error', async () => {
-    const database = await createPostgresDatabase();
-    cleanups.push(database.drop);
-    const db = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
-    cleanups.push(() => db.close());
     // The pooler's other case: this client's first use lands on a server session where the name is taken.
-    const err = await db
-      .transaction(async (tx) => {
-        await tx.exec(`PREPARE ${PROBE.name} AS SELECT 1`);
-        await tx.query(PROBE, [1]);
-      })
-      .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(PostroomError);
-    expect((err as PostroomError).code).toBe('db_prepared_statements_unsupported');
-    expect(((err as Error).cause as { code?: string }).code).toBe('42P05');
+    const err = await failureOf(async (tx) => {
+      await tx.exec(`PREPARE ${PROBE.name} AS SELECT 1`);
+      await tx.query(PROBE, [1]);
+    });
+    expectUnsupported(err, '42P05');
   });
 });
