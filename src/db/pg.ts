@@ -216,8 +216,9 @@ export function createPgDb(options: PgDbOptions): Db {
     exec: base.exec,
 
     async queryWithin<R>(timeoutMs: number, sql: Sql, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      // Unprepared: a connection abandoned at the deadline takes its statements with it.
-      return boundedQuery<R>(acquire, timeoutMs, sqlText(sql), params);
+      // Prepared like any other named() statement: the driver keeps each connection's statements with the
+      // connection, so one abandoned at the deadline (destroyed) takes them along and its replacement prepares afresh.
+      return boundedQuery<R>(acquire, timeoutMs, (client) => wrap(client, undefined, prepare).query<R>(sql, params));
     },
 
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -357,8 +358,7 @@ export function createPgDb(options: PgDbOptions): Db {
 async function boundedQuery<R>(
   acquire: () => Promise<{ client: pg.PoolClient; release(destroy?: boolean): void }>,
   timeoutMs: number,
-  sql: string,
-  params?: readonly unknown[],
+  run: (client: pg.PoolClient) => Promise<QueryResult<R>>,
 ): Promise<QueryResult<R>> {
   let timer: NodeJS.Timeout | undefined;
   let expired = false;
@@ -377,9 +377,9 @@ async function boundedQuery<R>(
     const lease = await Promise.race([checkedOut, deadline]);
     leased = true;
     try {
-      const res = await Promise.race([lease.client.query(sql, params as unknown[] | undefined), deadline]);
+      const res = await Promise.race([run(lease.client), deadline]);
       lease.release();
-      return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
+      return res;
     } catch (err) {
       // Past the deadline the statement may still be running (or stuck): never reuse that connection.
       lease.release(expired);

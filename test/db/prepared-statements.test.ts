@@ -3,11 +3,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { openDb } from '../../src/db/open.js';
 import { createPgDb } from '../../src/db/pg.js';
+import { createInboxWriter } from '../../src/inbox/group-commit.js';
+import { inboxRowFromEnvelope } from '../../src/inbox/envelope-row.js';
 import { named } from '../../src/db/statement.js';
 import type { Db, Queryable } from '../../src/db/types.js';
 import { PostroomError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logging/logger.js';
-import { adminUrl, createPostgresDatabase } from '../support/db.js';
+import { adminUrl, createPostgresDatabase, openTestStore } from '../support/db.js';
 
 /**
  * named() statements are parsed and planned once per connection: the server
@@ -67,6 +69,38 @@ describe.skipIf(!(await adminUrl()))('prepared statements on Postgres', () => {
     cleanups.push(() => pool.end());
     const db = createPgDb({ pool, logger: silentLogger() });
     expect(await runTwice(db)).toEqual([]);
+  });
+
+  it('are prepared on the bounded path too (queryWithin), which the ingress flush takes', async () => {
+    const database = await createPostgresDatabase();
+    cleanups.push(database.drop);
+    const db = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
+    cleanups.push(() => db.close());
+    expect((await db.queryWithin<{ n: number }>(5000, PROBE, [1])).rows).toEqual([{ n: 2 }]);
+    expect((await db.queryWithin<{ n: number }>(5000, PROBE, [2])).rows).toEqual([{ n: 3 }]);
+    expect(await preparedOn(db)).toEqual([PROBE.name]);
+    // The pooler's case on this path gets the same error as everywhere else.
+    await db.exec('DEALLOCATE ALL');
+    expectUnsupported(
+      await db.queryWithin(5000, PROBE, [1]).then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+      '26000',
+    );
+  });
+
+  it('include the ingress flush: its statement is planned once per connection, not once per flush', async () => {
+    const store = await openTestStore('postgres', { poolSize: 1 });
+    cleanups.push(store.cleanup);
+    const writer = createInboxWriter({ db: store.db, logger: silentLogger(), maxBatch: 10, flushTimeoutMs: 5000 });
+    const row = (id: string) =>
+      inboxRowFromEnvelope({ event_id: id, type: 'participant.acted', at: '2026-11-24T20:00:00Z', data: {} }, 'webhook');
+    expect(await writer.submit(row('evt_prepared_1'))).toBe('accepted');
+    expect(await writer.submit(row('evt_prepared_2'))).toBe('accepted');
+    expect(await writer.submit(row('evt_prepared_1'))).toBe('duplicate');
+    await writer.close();
+    expect(await preparedOn(store.db)).toEqual([expect.stringMatching(/^postroom_insert_batch_[0-9a-f]{10}$/)]);
   });
 
   /** Runs `body` in a transaction of postroom's own pool and returns what it failed with. */
