@@ -128,15 +128,8 @@ export interface ClaimParams {
  * plus sort, which evaluates the ordering check for every runnable row: fine for
  * ten, ruinous for a backlog of fifty thousand, exactly when speed matters.
  * These settings, local to the claim's transaction, keep the plan that scales.
- *
- * The generic plan, too: costed without the batch size its LIMIT takes, the first
- * step's generic plan looked dearer than a custom one, so under Postgres's `auto`
- * choice it was planned again on every call (6.4 µs per event, stop 21 in
- * docs/benchmarks.md). test/worker/plans.test.ts checks that generic plan walks
- * the claim order under stale statistics, as the custom one does.
  */
-const CLAIM_PLAN =
-  'SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; SET LOCAL jit = off; SET LOCAL plan_cache_mode = force_generic_plan';
+const CLAIM_PLAN = 'SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; SET LOCAL jit = off';
 
 /**
  * Claims up to `limit` runnable events in one short transaction that writes one

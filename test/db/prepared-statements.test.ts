@@ -5,7 +5,6 @@ import { openDb } from '../../src/db/open.js';
 import { createPgDb } from '../../src/db/pg.js';
 import { createInboxWriter } from '../../src/inbox/group-commit.js';
 import { inboxRowFromEnvelope } from '../../src/inbox/envelope-row.js';
-import { claimBatch } from '../../src/worker/claim-queries.js';
 import { named } from '../../src/db/statement.js';
 import type { Db, Queryable } from '../../src/db/types.js';
 import { PostroomError } from '../../src/errors.js';
@@ -102,29 +101,6 @@ describe.skipIf(!(await adminUrl()))('prepared statements on Postgres', () => {
     expect(await writer.submit(row('evt_prepared_1'))).toBe('duplicate');
     await writer.close();
     expect(await preparedOn(store.db)).toEqual([expect.stringMatching(/^postroom_insert_batch_[0-9a-f]{10}$/)]);
-  });
-
-  it("keep the claim's generic plans: no statement of a claim is planned again per call", async () => {
-    // Under Postgres's own choice the claim's first step came out dearer as a generic plan and was re-planned on every call.
-    const store = await openTestStore('postgres', { poolSize: 1 });
-    cleanups.push(store.cleanup);
-    const writer = createInboxWriter({ db: store.db, logger: silentLogger(), maxBatch: 10 });
-    for (let i = 0; i < 12; i++) {
-      const at = `2026-11-24T20:00:${String(i).padStart(2, '0')}Z`;
-      await writer.submit(inboxRowFromEnvelope({ event_id: `evt_claim_${i}`, type: 'participant.acted', at, data: {} }, 'webhook'));
-    }
-    await writer.close();
-    for (let i = 0; i < 12; i++) {
-      expect((await claimBatch(store.db, { workerId: 'w1', limit: 1, orderingHoldSeconds: 30 }))?.events).toHaveLength(1);
-    }
-    const plans = await store.db.query<{ name: string; generic_plans: string; custom_plans: string }>(
-      `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'postroom_claim_%' ORDER BY name`,
-    );
-    expect(plans.rows.map((r) => r.name)).toEqual([
-      expect.stringMatching(/^postroom_claim_lock_/),
-      expect.stringMatching(/^postroom_claim_record_/),
-    ]);
-    for (const r of plans.rows) expect({ name: r.name, custom: Number(r.custom_plans) }).toEqual({ name: r.name, custom: 0 });
   });
 
   /** Runs `body` in a transaction of postroom's own pool and returns what it failed with. */
