@@ -1,5 +1,6 @@
 import type { Db } from '../db/types.js';
 import { inboxStatusCounts } from '../inbox/read-queries.js';
+import { storeSizing } from '../inbox/count-queries.js';
 import { INBOX_STATUSES } from '../inbox/types.js';
 import { countOpenGaps, countAtRiskFromLastRun, lastSuccessfulRun } from '../reconciler/state-gauges.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -44,4 +45,9 @@ async function read(metrics: Metrics, db: Db): Promise<void> {
   const last = await lastSuccessfulRun(db);
   metrics.reconcileLastSuccess.set(last ? Math.floor(last.getTime() / 1000) : 0);
   metrics.reconcileAtRisk.set(await countAtRiskFromLastRun(db));
+  const sizing = await storeSizing(db);
+  if (sizing) {
+    metrics.storeEventIdIndexBytes.set(sizing.indexBytes);
+    metrics.storeSharedBuffersBytes.set(sizing.sharedBuffersBytes);
+  }
 }

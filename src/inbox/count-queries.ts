@@ -70,3 +70,17 @@ export async function inboxStats(q: Queryable): Promise<InboxStats> {
     };
   return stats;
 }
+
+/**
+ * What Postgres needs to keep de-duplication fast: the event-id index every new
+ * event inserts into, against the buffers it has. Catalogue and file sizes only,
+ * no table read. Undefined where the store has no such index (not migrated).
+ */
+const SIZING_SQL = `SELECT pg_relation_size(to_regclass('inbox_pkey'))::float8 AS index_bytes,
+       pg_size_bytes(current_setting('shared_buffers'))::float8 AS shared_buffers_bytes`;
+
+export async function storeSizing(q: Queryable): Promise<{ indexBytes: number; sharedBuffersBytes: number } | undefined> {
+  const row = (await q.query<{ index_bytes: number | null; shared_buffers_bytes: number }>(SIZING_SQL)).rows[0];
+  if (row?.index_bytes == null) return undefined;
+  return { indexBytes: Number(row.index_bytes), sharedBuffersBytes: Number(row.shared_buffers_bytes) };
+}

@@ -163,6 +163,18 @@ export function createMetrics(options: MetricsOptions = {}) {
       help: "1 when the database answered the last scrape's queries in time, else 0.",
       registers: r,
     }),
+    // De-duplication is a B-tree of random event ids that grows with every event kept; once it outgrows
+    // shared_buffers, ingest slows as the inbox grows (docs/scaling.md). The two together say when.
+    storeEventIdIndexBytes: new Gauge({
+      name: 'postroom_store_event_id_index_bytes',
+      help: "Size of the inbox's event-id primary key, which every new event inserts into (from the database).",
+      registers: r,
+    }),
+    storeSharedBuffersBytes: new Gauge({
+      name: 'postroom_store_shared_buffers_bytes',
+      help: "The database's shared_buffers setting, in bytes (from the database).",
+      registers: r,
+    }),
 
     apiRequests: new Counter({
       name: 'postroom_api_requests_total',

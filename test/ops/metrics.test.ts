@@ -94,6 +94,17 @@ describe('metrics after a known sequence of requests', () => {
     expect(m.get('postroom_store_up')).toBe(1);
   });
 
+  it("reports the event-id index's size against the database's shared_buffers, read at scrape time", async () => {
+    const m = parse(await (await request(`${server.url}/metrics`)).body.text());
+    const [index] = (await store.db.query<{ bytes: number }>(`SELECT pg_relation_size(to_regclass('inbox_pkey'))::float8 AS bytes`)).rows;
+    expect(index!.bytes).toBeGreaterThan(0);
+    expect(m.get('postroom_store_event_id_index_bytes')).toBe(index!.bytes);
+    const [buffers] = (await store.db.query<{ bytes: number }>(`SELECT pg_size_bytes(current_setting('shared_buffers'))::float8 AS bytes`))
+      .rows;
+    expect(m.get('postroom_store_shared_buffers_bytes')).toBe(buffers!.bytes);
+    expect(buffers!.bytes).toBeGreaterThanOrEqual(128 * 1024);
+  });
+
   it('keeps separate registries per app instance', async () => {
     const other = await startReceiver({ db: store.db, env: { PORT: '0' } });
     try {
