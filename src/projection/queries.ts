@@ -1,24 +1,20 @@
 import { named } from '../db/statement.js';
 import type { Queryable } from '../db/types.js';
 import type { CorrespondenceFacts, DocumentFacts, ParticipantFacts } from './facts.js';
+import { EARLIEST_CREATED, LATEST, RANKED, orderBy, sortsBefore, type SortOrder } from './sort-order.js';
 
 /*
- * The merge rules, written once as sort orders and used twice: to reduce a
- * batch's facts per key (DISTINCT ON), and to choose between the stored fact and
- * the incoming one on conflict (the first of the two in the same order wins).
+ * The merge rules (sort-order.ts):
  *   ranked facts (status, state): higher rank first; at equal rank the earlier event
  *   latest facts (summary, last act, last event): the later event
- * Event ids compare bytewise ("C") so every database orders them alike.
+ * On conflict the incoming fact replaces the stored one only if it sorts
+ * strictly first, so a tie changes nothing.
  */
-const RANKED = (rank: string, at: string, id: string): string => `${rank} DESC, ${at} NULLS LAST, ${id} COLLATE "C"`;
-const LATEST = (at: string, id: string): string => `${at} DESC NULLS LAST, ${id} COLLATE "C" DESC`;
 
-/** Of the stored fact (p) and the incoming one (excluded), the one that sorts first. */
-function pick(columns: string[], order: string): string {
-  const row = (alias: string): string => columns.map((c) => `${alias}.${c}`).join(', ');
-  return `(${columns.join(', ')}) = (
-    SELECT v.* FROM (VALUES (${row('excluded')}), (${row('p')})) AS v(${columns.join(', ')})
-    ORDER BY ${order} LIMIT 1)`;
+/** Each column takes the incoming fact's value if the incoming fact sorts strictly first, else keeps the stored one. */
+function pick(columns: string[], order: SortOrder): string {
+  const incomingWins = sortsBefore(order, 'excluded', 'p');
+  return columns.map((c) => `${c} = CASE WHEN ${incomingWins} THEN excluded.${c} ELSE p.${c} END`).join(',\n  ');
 }
 
 /**
@@ -42,12 +38,12 @@ given AS (
 ),
 latest AS (
   SELECT DISTINCT ON (correspondence_id) correspondence_id, event_id, type, at
-  FROM f ORDER BY correspondence_id, ${LATEST('at', 'event_id')}
+  FROM f ORDER BY correspondence_id, ${orderBy(LATEST('at', 'event_id'))}
 ),
 status AS (
   SELECT DISTINCT ON (correspondence_id) correspondence_id, status, status_rank, at, event_id
   FROM f WHERE status IS NOT NULL
-  ORDER BY correspondence_id, ${RANKED('status_rank', 'at', 'event_id')}
+  ORDER BY correspondence_id, ${orderBy(RANKED('status_rank', 'at', 'event_id'))}
 ),
 created AS (
   -- The snapshot of the earliest correspondence.created (there is normally one).
@@ -58,7 +54,7 @@ created AS (
 summary AS (
   SELECT DISTINCT ON (correspondence_id) correspondence_id, delivered, held, undeliverable, total, at, event_id
   FROM f WHERE total IS NOT NULL
-  ORDER BY correspondence_id, ${LATEST('at', 'event_id')}
+  ORDER BY correspondence_id, ${orderBy(LATEST('at', 'event_id'))}
 ),
 documents AS (
   SELECT correspondence_id, array_agg(DISTINCT document_id ORDER BY document_id) AS ids
@@ -81,8 +77,9 @@ LEFT JOIN documents d USING (correspondence_id)
 ORDER BY l.correspondence_id
 ON CONFLICT (correspondence_id) DO UPDATE SET
   ${pick(['status', 'status_rank', 'status_at', 'status_event_id'], RANKED('status_rank', 'status_at', 'status_event_id'))},
-  ${pick(['kind', 'subject', 'content_type', 'created_at'], 'created_at NULLS LAST')},
-  document_ids = ARRAY(SELECT DISTINCT unnest(p.document_ids || excluded.document_ids) ORDER BY 1),
+  ${pick(['kind', 'subject', 'content_type', 'created_at'], EARLIEST_CREATED)},
+  document_ids = CASE WHEN cardinality(excluded.document_ids) = 0 THEN p.document_ids
+                      ELSE ARRAY(SELECT DISTINCT unnest(p.document_ids || excluded.document_ids) ORDER BY 1) END,
   ${pick(
     ['summary_delivered', 'summary_held', 'summary_undeliverable', 'summary_total', 'summary_at', 'summary_event_id'],
     LATEST('summary_at', 'summary_event_id'),
@@ -102,12 +99,12 @@ WITH f AS (
 ),
 state AS (
   SELECT DISTINCT ON (correspondence_id, participant_id) correspondence_id, participant_id, ref, state, state_rank, at, event_id
-  FROM f ORDER BY correspondence_id, participant_id, ${RANKED('state_rank', 'at', 'event_id')}
+  FROM f ORDER BY correspondence_id, participant_id, ${orderBy(RANKED('state_rank', 'at', 'event_id'))}
 ),
 act AS (
   SELECT DISTINCT ON (correspondence_id, participant_id) correspondence_id, participant_id, act, at, event_id
   FROM f WHERE act IS NOT NULL
-  ORDER BY correspondence_id, participant_id, ${LATEST('at', 'event_id')}
+  ORDER BY correspondence_id, participant_id, ${orderBy(LATEST('at', 'event_id'))}
 )
 INSERT INTO participant_projection AS p (
   correspondence_id, participant_id, ref, state, state_rank, state_at, state_event_id, last_act, last_act_at, last_act_event_id)
