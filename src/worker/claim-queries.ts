@@ -1,5 +1,5 @@
 import { named } from '../db/statement.js';
-import type { Db, Queryable } from '../db/types.js';
+import type { Db, NamedStatement, Queryable } from '../db/types.js';
 import { inFlight } from '../inbox/in-flight.js';
 import { payloadOf } from '../inbox/payload.js';
 import type { InboxSource } from '../inbox/types.js';
@@ -52,28 +52,55 @@ const HELD_BACK_BY = (e: string, c: string, hold: string): string => `
 const EARLIEST_FIRST = (e: string): string => `ORDER BY ${e}.correspondence_id, ${e}.occurred_at LIMIT 1 OFFSET 0`;
 
 /**
- * Step one: lock up to $1 candidates, scanned in occurrence order
+ * Step one: lock up to `limit` candidates, scanned in occurrence order
  * (inbox_claim_order_idx) so the earliest events of every correspondence come
  * first, skipping those held back by an event that is in another batch or
  * waiting out a backoff. SKIP LOCKED passes over what another claim is taking.
+ *
+ * The limit and the hold are written into the text, one statement per worker
+ * configuration, not passed as parameters. With them as parameters the plan
+ * Postgres could keep looked dearer than one made for the values (an unknown
+ * LIMIT reads as a tenth of the table), so it planned this statement afresh on
+ * every call: about 1 ms a claim, as long as running it. Without parameters
+ * the connection plans it once. Unlike a plan forced generic (stop 23), that
+ * plan cannot go stale as the inbox grows: with sorts and bitmap scans off
+ * (CLAIM_PLAN) the claim-order and ordering indexes are its only paths, at any
+ * size, and an ANALYZE of the inbox still makes Postgres plan it again.
  */
-const LOCK_CANDIDATES_SQL = named(
-  'claim_lock',
-  `
+function lockCandidatesSql(limit: number, holdSeconds: number): NamedStatement {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`claim limit must be a positive integer, got ${limit}`);
+  if (!Number.isFinite(holdSeconds)) throw new RangeError(`ordering hold must be a number of seconds, got ${holdSeconds}`);
+  const hold = String(holdSeconds);
+  return named(
+    'claim_lock',
+    `
 SELECT c.event_id
 FROM inbox c
 WHERE c.status IN ('received', 'failed')
   AND c.next_attempt_at <= now()
   AND NOT ${inFlight('c')}
-  AND ($2 <= 0 OR c.correspondence_id IS NULL OR NOT EXISTS (
+  ${
+    holdSeconds <= 0
+      ? ''
+      : `AND (c.correspondence_id IS NULL OR NOT EXISTS (
         SELECT 1 FROM inbox e
-        WHERE ${HELD_BACK_BY('e', 'c', '$2')}
+        WHERE ${HELD_BACK_BY('e', 'c', hold)}
           AND (e.status = 'processing' OR e.next_attempt_at > now() OR ${inFlight('e')})
-        ${EARLIEST_FIRST('e')}))
+        ${EARLIEST_FIRST('e')}))`
+  }
 ORDER BY c.occurred_at, c.event_id COLLATE "C"
-LIMIT $1
+LIMIT ${limit}
 FOR NO KEY UPDATE OF c SKIP LOCKED`,
-);
+  );
+}
+
+const lockStatements = new Map<string, NamedStatement>();
+function lockCandidatesStatement(limit: number, holdSeconds: number): NamedStatement {
+  const key = `${limit}/${holdSeconds}`;
+  let statement = lockStatements.get(key);
+  if (!statement) lockStatements.set(key, (statement = lockCandidatesSql(limit, holdSeconds)));
+  return statement;
+}
 
 /**
  * Step two, a new statement and so a new snapshot, taken once the locks are
@@ -140,7 +167,7 @@ const CLAIM_PLAN = 'SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = o
 export async function claimBatch(db: Pick<Db, 'transaction'>, p: ClaimParams): Promise<ClaimedBatch | undefined> {
   return db.transaction(async (tx) => {
     await tx.exec(CLAIM_PLAN);
-    const locked = await tx.query<{ event_id: string }>(LOCK_CANDIDATES_SQL, [p.limit, p.orderingHoldSeconds]);
+    const locked = await tx.query<{ event_id: string }>(lockCandidatesStatement(p.limit, p.orderingHoldSeconds), []);
     if (locked.rows.length === 0) return undefined;
     const res = await tx.query<ClaimedEvent & { batch_id: string; raw_body: Uint8Array | null }>(RECORD_CLAIM_SQL, [
       p.workerId,

@@ -5,6 +5,8 @@ import { openDb } from '../../src/db/open.js';
 import { createPgDb } from '../../src/db/pg.js';
 import { createInboxWriter } from '../../src/inbox/group-commit.js';
 import { inboxRowFromEnvelope } from '../../src/inbox/envelope-row.js';
+import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
+import { claimBatch } from '../../src/worker/claim-queries.js';
 import { named } from '../../src/db/statement.js';
 import type { Db, Queryable } from '../../src/db/types.js';
 import { PostroomError } from '../../src/errors.js';
@@ -101,6 +103,37 @@ describe.skipIf(!(await adminUrl()))('prepared statements on Postgres', () => {
     expect(await writer.submit(row('evt_prepared_1'))).toBe('duplicate');
     await writer.close();
     expect(await preparedOn(store.db)).toEqual([expect.stringMatching(/^postroom_insert_batch_[0-9a-f]{10}$/)]);
+  });
+
+  it("include the claim's first step, which the connection plans once rather than on every claim", async () => {
+    const store = await openTestStore('postgres', { poolSize: 1 });
+    cleanups.push(store.cleanup);
+    await insertInboxBatch(
+      store.db,
+      Array.from({ length: 40 }, (_, i) =>
+        inboxRowFromEnvelope(
+          {
+            event_id: `evt_claim_plan_${i}`,
+            type: 'participant.acted',
+            at: new Date(Date.UTC(2026, 10, 24, 20, 0, i)).toISOString(),
+            data: { correspondence_id: `cor_${i}`, participant_id: 'p', act: 'read', ref: 'r' },
+          },
+          'webhook',
+        ),
+      ),
+    );
+    for (let i = 0; i < 8; i++) {
+      const batch = await claimBatch(store.db, { workerId: 'w', limit: 5, orderingHoldSeconds: 300 });
+      expect(batch?.events.length).toBeGreaterThan(0);
+    }
+    // With the limit and the hold as parameters, Postgres planned the first five of these claims afresh (custom plans),
+    // and every claim on an inbox of 30,000 rows, where its plan for an unknown LIMIT looked dearer.
+    const plans = await store.db.query<{ name: string; generic_plans: string; custom_plans: string }>(
+      `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'postroom_claim_lock_%'`,
+    );
+    expect(plans.rows.map((r) => ({ generic: Number(r.generic_plans), custom: Number(r.custom_plans) }))).toEqual([
+      { generic: 8, custom: 0 },
+    ]);
   });
 
   /** Runs `body` in a transaction of postroom's own pool and returns what it failed with. */

@@ -106,7 +106,8 @@ async function genericPlansOf(db: Db, log: Array<{ sql: string; params?: readonl
       if (s.params === undefined) continue;
       const name = `generic_plan_${n++}`;
       await tx.exec(`PREPARE ${name} AS ${s.sql}`);
-      const res = await tx.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE ${name}(${s.params.map(literal).join(', ')})`);
+      const args = s.params.length > 0 ? `(${s.params.map(literal).join(', ')})` : '';
+      const res = await tx.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE ${name}${args}`);
       await tx.exec(`DEALLOCATE ${name}`);
       const raw = res.rows[0]!['QUERY PLAN'];
       plans.push(((typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{ Plan: PlanNode }>)[0]!.Plan);
