@@ -2,6 +2,7 @@
  * The projection's merge rules as sort orders, so each is written once and used
  * twice: as ORDER BY to reduce a batch's facts per key (DISTINCT ON), and as a
  * comparison to choose between the stored fact and the incoming one on conflict.
+ * Event ids compare bytewise ("C") so every database orders them alike.
  */
 export interface SortKey {
   column: string;
