@@ -62,29 +62,19 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
   const { core, logger, metrics } = options;
   let warnedPreParsed = false;
 
-  // prom-client hashes a label object on every call; the children for the few label sets are looked up once.
-  const requestCounters = new Map<string, { inc(): void }>();
-  const ackHistograms = new Map<string, { observe(v: number): void }>();
-  const secretCounters = new Map<string, { inc(): void }>();
+  // Hot children (src/metrics/hot.ts): prom-client's own inc()/observe() hash the labels on every call.
   const record = (outcome: string, reason: string, startedAt: bigint): void => {
     if (!metrics) return;
-    const key = `${outcome}\u0000${reason}`;
-    let counter = requestCounters.get(key);
-    if (!counter) requestCounters.set(key, (counter = metrics.ingressRequests.labels({ outcome, reason })));
-    counter.inc();
-    let histogram = ackHistograms.get(outcome);
-    if (!histogram) ackHistograms.set(outcome, (histogram = metrics.ackDuration.labels({ outcome })));
-    histogram.observe(Number(process.hrtime.bigint() - startedAt) / 1e9);
+    metrics.ingressRequests.hot({ outcome, reason }).inc();
+    metrics.ackDuration.hot({ outcome }).observe(Number(process.hrtime.bigint() - startedAt) / 1e9);
   };
   const countSecret = (label: string): void => {
-    if (!metrics) return;
-    let counter = secretCounters.get(label);
-    if (!counter) secretCounters.set(label, (counter = metrics.secretMatches.labels({ secret: label })));
-    counter.inc();
+    metrics?.secretMatches.hot({ secret: label }).inc();
   };
+  const skewAbs = metrics?.clockSkewAbs.hot();
   const observeSkew = (skew: number): void => {
     metrics?.clockSkew.set(skew);
-    metrics?.clockSkewAbs.observe(Math.abs(skew));
+    skewAbs?.observe(Math.abs(skew));
   };
 
   return async (req, res, endpointId) => {

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { HotCounter, HotHistogram } from './hot.js';
 import { EVENT_TYPE_LABELS } from './labels.js';
 
 export { EVENT_TYPE_LABELS };
@@ -40,20 +41,20 @@ export function createMetrics(options: MetricsOptions = {}) {
       registers: r,
     }),
 
-    ingressRequests: new Counter({
+    ingressRequests: new HotCounter({
       name: 'postroom_ingress_requests_total',
       help: 'Webhook requests by outcome (accepted, duplicate, invalid_signature, mismatched, quarantined, too_large, unavailable, bad_request) and reason.',
       labelNames: ['outcome', 'reason'],
       registers: r,
     }),
-    ackDuration: new Histogram({
+    ackDuration: new HotHistogram({
       name: 'postroom_ingress_ack_duration_seconds',
       help: 'Time from the request arriving to the response being sent, by outcome.',
       labelNames: ['outcome'],
       buckets: ACK_BUCKETS,
       registers: r,
     }),
-    secretMatches: new Counter({
+    secretMatches: new HotCounter({
       name: 'postroom_ingress_secret_matches_total',
       help: 'Verified requests by which secret matched (a label, never the value); shows when an old secret stops being used.',
       labelNames: ['secret'],
@@ -64,7 +65,7 @@ export function createMetrics(options: MetricsOptions = {}) {
       help: 'Last observed skew: our clock minus the signature timestamp.',
       registers: r,
     }),
-    clockSkewAbs: new Histogram({
+    clockSkewAbs: new HotHistogram({
       name: 'postroom_ingress_clock_skew_abs_seconds',
       help: 'Absolute clock skew between the sender and this replica.',
       buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300],
@@ -95,7 +96,7 @@ export function createMetrics(options: MetricsOptions = {}) {
       help: 'Age of the oldest event not yet processed (received, processing or failed); 0 when none.',
       registers: r,
     }),
-    handlerDuration: new Histogram({
+    handlerDuration: new HotHistogram({
       name: 'postroom_handler_duration_seconds',
       help: 'Handler run time by event type.',
       labelNames: ['event_type'],
@@ -116,7 +117,7 @@ export function createMetrics(options: MetricsOptions = {}) {
       buckets: WORK_BUCKETS,
       registers: r,
     }),
-    handlerFailures: new Counter({
+    handlerFailures: new HotCounter({
       name: 'postroom_handler_failures_total',
       help: 'Handler attempts that threw, by event type.',
       labelNames: ['event_type'],
@@ -124,7 +125,7 @@ export function createMetrics(options: MetricsOptions = {}) {
     }),
     // The one count of finished events: dead ones are status="dead" here (from a handler's
     // last attempt or an expired lease), not also in a second counter.
-    eventsProcessed: new Counter({
+    eventsProcessed: new HotCounter({
       name: 'postroom_events_processed_total',
       help: 'Events finished by the worker, by event type and final status (processed, skipped, quarantined, dead).',
       labelNames: ['event_type', 'status'],

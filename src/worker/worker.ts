@@ -138,11 +138,11 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     for (const { row, completion, handlerRun } of outcomes) {
       const label = eventTypeLabel(row.type);
       if (handlerRun) {
-        metrics.handlerDuration.observe({ event_type: label }, handlerRun.durationMs / 1000);
-        if (handlerRun.outcome === 'failed') metrics.handlerFailures.inc({ event_type: label });
+        metrics.handlerDuration.hot({ event_type: label }).observe(handlerRun.durationMs / 1000);
+        if (handlerRun.outcome === 'failed') metrics.handlerFailures.hot({ event_type: label }).inc();
       }
       if (completion.attemptsDelta === 0 && completion.status !== 'failed')
-        metrics.eventsProcessed.inc({ event_type: label, status: completion.status });
+        metrics.eventsProcessed.hot({ event_type: label, status: completion.status }).inc();
     }
   }
 
