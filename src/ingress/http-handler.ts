@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import getRawBody from 'raw-body';
 import type { Logger } from '../logging/logger.js';
+import type { HotCounterChild, HotHistogramChild } from '../metrics/hot.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { AcceptOutcome, IngressCore } from './accept.js';
 
@@ -63,10 +64,18 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
   let warnedPreParsed = false;
 
   // Hot children (src/metrics/hot.ts): prom-client's own inc()/observe() hash the labels on every call.
+  // Looked up by outcome alone on the paths every delivery takes (no reason), so no key is built for them.
+  const children = new Map<string, { requests: HotCounterChild; ack: HotHistogramChild }>();
   const record = (outcome: string, reason: string, startedAt: bigint): void => {
     if (!metrics) return;
-    metrics.ingressRequests.hot({ outcome, reason }).inc();
-    metrics.ackDuration.hot({ outcome }).observe(Number(process.hrtime.bigint() - startedAt) / 1e9);
+    const key = reason === '' ? outcome : `${outcome}\u0000${reason}`;
+    let c = children.get(key);
+    if (!c) {
+      c = { requests: metrics.ingressRequests.hot({ outcome, reason }), ack: metrics.ackDuration.hot({ outcome }) };
+      children.set(key, c);
+    }
+    c.requests.inc();
+    c.ack.observe(Number(process.hrtime.bigint() - startedAt) / 1e9);
   };
   const countSecret = (label: string): void => {
     metrics?.secretMatches.hot({ secret: label }).inc();

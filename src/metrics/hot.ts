@@ -1,6 +1,7 @@
 import { Counter, Histogram, type CounterConfiguration, type HistogramConfiguration } from 'prom-client';
 
-type Labels<T extends string> = Partial<Record<T, string | number>>;
+/** A label set, as prom-client takes one. */
+export type MetricLabels<T extends string> = Partial<Record<T, string | number>>;
 
 /**
  * Counters and histograms for paths that run once per event.
@@ -14,7 +15,7 @@ type Labels<T extends string> = Partial<Record<T, string | number>>;
  */
 
 /** The key of a label set: its values in label-name order. */
-function keyOf<T extends string>(names: readonly T[], labels: Labels<T>): string {
+function keyOf<T extends string>(names: readonly T[], labels: MetricLabels<T>): string {
   let key = '';
   for (const name of names) key += `${labels[name] ?? ''}\u0000`;
   return key;
@@ -32,19 +33,21 @@ function foldOnCollect<M extends { collect?: unknown }>(config: M, fold: (metric
   };
 }
 
+/** Counts one; the count reaches the series at the metric's next read. */
 export interface HotCounterChild {
   inc(): void;
 }
 
+/** A prom-client Counter whose hot() children count without hashing labels (see above). */
 export class HotCounter<T extends string = string> extends Counter<T> {
-  private readonly children = new Map<string, { labels: Labels<T>; n: number }>();
+  private readonly children = new Map<string, { labels: MetricLabels<T>; n: number }>();
 
   constructor(config: CounterConfiguration<T>) {
     super(foldOnCollect(config, (metric) => (metric as HotCounter<T>).fold()));
   }
 
   /** The child for a label set, made once (its labels checked then) and kept. */
-  hot(labels: Labels<T>): HotCounterChild {
+  hot(labels: MetricLabels<T>): HotCounterChild {
     const key = keyOf(this.labelNamesOf(), labels);
     let slot = this.children.get(key);
     if (!slot) {
@@ -79,6 +82,7 @@ export class HotCounter<T extends string = string> extends Counter<T> {
   }
 }
 
+/** Observes one value; it reaches the series at the metric's next read. */
 export interface HotHistogramChild {
   observe(value: number): void;
 }
@@ -104,15 +108,16 @@ function sameLabels(a: Record<string, string | number>, b: Record<string, string
   return true;
 }
 
+/** A prom-client Histogram whose hot() children observe without hashing labels (see above). */
 export class HotHistogram<T extends string = string> extends Histogram<T> {
-  private readonly children = new Map<string, { labels: Labels<T>; counts: Float64Array; sum: number; count: number }>();
+  private readonly children = new Map<string, { labels: MetricLabels<T>; counts: Float64Array; sum: number; count: number }>();
 
   constructor(config: HistogramConfiguration<T>) {
     super(foldOnCollect(config, (metric) => (metric as HotHistogram<T>).fold()));
   }
 
   /** The child for a label set (none for an unlabelled histogram), made once and kept. */
-  hot(labels: Labels<T> = {}): HotHistogramChild {
+  hot(labels: MetricLabels<T> = {}): HotHistogramChild {
     const internals = this as unknown as HistogramInternals;
     const key = keyOf(internals.labelNames as T[], labels);
     let slot = this.children.get(key);

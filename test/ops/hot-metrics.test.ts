@@ -18,10 +18,7 @@ const value = fc.oneof(
 );
 
 type Step =
-  | { kind: 'hot'; set: number; value: number }
-  | { kind: 'direct'; set: number; value: number }
-  | { kind: 'scrape' }
-  | { kind: 'reset' };
+  { kind: 'hot'; set: number; value: number } | { kind: 'direct'; set: number; value: number } | { kind: 'scrape' } | { kind: 'reset' };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 8, arbitrary: fc.record({ kind: fc.constant('hot' as const), set: fc.nat(LABEL_SETS.length - 1), value }) },
