@@ -1,3 +1,4 @@
+import { arrayLiteral, type ArrayElement } from '../db/array-literal.js';
 import { named } from '../db/statement.js';
 import type { Queryable } from '../db/types.js';
 import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
@@ -51,7 +52,7 @@ FROM counted`,
 export async function insertInboxBatch(q: Queryable, events: readonly NewInboxEvent[]): Promise<Set<string>> {
   if (events.length === 0) return new Set();
   const n = events.length;
-  const cols: unknown[][] = Array.from({ length: 14 }, () => new Array<unknown>(n));
+  const cols: ArrayElement[][] = Array.from({ length: 14 }, () => new Array<ArrayElement>(n));
   const bodies: Uint8Array[] = [];
   // 1-based, as substring counts.
   let start = 1;
@@ -76,7 +77,11 @@ export async function insertInboxBatch(q: Queryable, events: readonly NewInboxEv
     cols[12]![i] = e.status;
     cols[13]![i] = e.lastError;
   }
-  const res = await q.query<{ n: number; ids: string[] | null }>(INSERT_BATCH_SQL, [...cols, n, Buffer.concat(bodies, start - 1)]);
+  const res = await q.query<{ n: number; ids: string[] | null }>(INSERT_BATCH_SQL, [
+    ...cols.map(arrayLiteral),
+    n,
+    Buffer.concat(bodies, start - 1),
+  ]);
   const ids = res.rows[0]?.ids;
   return ids ? new Set(ids) : new Set(events.map((e) => e.eventId));
 }

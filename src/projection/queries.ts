@@ -1,3 +1,4 @@
+import { arrayLiteral } from '../db/array-literal.js';
 import { named } from '../db/statement.js';
 import type { Queryable } from '../db/types.js';
 import type { CorrespondenceFacts, DocumentFacts, ParticipantFacts } from './facts.js';
@@ -121,28 +122,34 @@ ON CONFLICT (correspondence_id, participant_id) DO UPDATE SET
 
 export async function upsertCorrespondenceFacts(q: Queryable, f: CorrespondenceFacts, documents: DocumentFacts): Promise<void> {
   if (f.correspondenceId.length === 0) return;
-  await q.query(UPSERT_CORRESPONDENCE_SQL, [
-    f.correspondenceId,
-    f.eventId,
-    f.type,
-    f.at,
-    f.status,
-    f.statusRank,
-    f.kind,
-    f.subject,
-    f.documentId,
-    f.delivered,
-    f.held,
-    f.undeliverable,
-    f.total,
-    f.contentType,
-    f.createdAt,
-    documents.correspondenceId,
-    documents.documentId,
-  ]);
+  await q.query(
+    UPSERT_CORRESPONDENCE_SQL,
+    [
+      f.correspondenceId,
+      f.eventId,
+      f.type,
+      f.at,
+      f.status,
+      f.statusRank,
+      f.kind,
+      f.subject,
+      f.documentId,
+      f.delivered,
+      f.held,
+      f.undeliverable,
+      f.total,
+      f.contentType,
+      f.createdAt,
+      documents.correspondenceId,
+      documents.documentId,
+    ].map(arrayLiteral),
+  );
 }
 
 export async function upsertParticipantFacts(q: Queryable, f: ParticipantFacts): Promise<void> {
   if (f.correspondenceId.length === 0) return;
-  await q.query(UPSERT_PARTICIPANTS_SQL, [f.correspondenceId, f.participantId, f.ref, f.state, f.stateRank, f.act, f.at, f.eventId]);
+  await q.query(
+    UPSERT_PARTICIPANTS_SQL,
+    [f.correspondenceId, f.participantId, f.ref, f.state, f.stateRank, f.act, f.at, f.eventId].map(arrayLiteral),
+  );
 }

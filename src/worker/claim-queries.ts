@@ -1,3 +1,4 @@
+import { arrayLiteral } from '../db/array-literal.js';
 import { named } from '../db/statement.js';
 import type { Db, NamedStatement, Queryable } from '../db/types.js';
 import { inFlight } from '../inbox/in-flight.js';
@@ -171,7 +172,7 @@ export async function claimBatch(db: Pick<Db, 'transaction'>, p: ClaimParams): P
     if (locked.rows.length === 0) return undefined;
     const res = await tx.query<ClaimedEvent & { batch_id: string; raw_body: Uint8Array | null }>(RECORD_CLAIM_SQL, [
       p.workerId,
-      locked.rows.map((r) => r.event_id),
+      arrayLiteral(locked.rows.map((r) => r.event_id)),
       p.orderingHoldSeconds,
     ]);
     if (res.rows.length === 0) return undefined;

@@ -1,3 +1,4 @@
+import { arrayLiteral } from '../db/array-literal.js';
 import { named } from '../db/statement.js';
 import type { Queryable } from '../db/types.js';
 import { INBOX_CHANNEL, type InboxStatus } from '../inbox/types.js';
@@ -87,10 +88,10 @@ export async function completeEvents(q: Queryable, all: readonly Completion[], n
   const completions = all.filter((c) => c.attemptsDelta === 0);
   if (completions.length === 0) return 0;
   const res = await q.query<{ updated: number }>(COMPLETE_SQL, [
-    completions.map((c) => c.eventId),
-    completions.map((c) => c.status),
-    completions.map((c) => c.error),
-    completions.map((c) => c.retryInMs),
+    arrayLiteral(completions.map((c) => c.eventId)),
+    arrayLiteral(completions.map((c) => c.status)),
+    arrayLiteral(completions.map((c) => c.error)),
+    arrayLiteral(completions.map((c) => c.retryInMs)),
     notify,
   ]);
   return Number(res.rows[0]?.updated ?? 0);
