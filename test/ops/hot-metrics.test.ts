@@ -48,6 +48,21 @@ async function expectSameScrape(hot: Registry, plain: Registry): Promise<void> {
   }
 }
 
+/** Plays the steps: observations go to both sides through `record`, resets to both, and every scrape must agree. */
+async function play(
+  steps: readonly Step[],
+  registries: { hot: Registry; plain: Registry },
+  metrics: ReadonlyArray<{ reset(): void }>,
+  record: (step: Extract<Step, { set: number }>) => void,
+): Promise<void> {
+  for (const s of steps) {
+    if (s.kind === 'scrape') await expectSameScrape(registries.hot, registries.plain);
+    else if (s.kind === 'reset') for (const m of metrics) m.reset();
+    else record(s);
+  }
+  await expectSameScrape(registries.hot, registries.plain);
+}
+
 describe('hot metrics', () => {
   it('a hot histogram exposes exactly what prom-client shows for the same observations, scrapes and resets in between', async () => {
     await fc.assert(
@@ -58,19 +73,11 @@ describe('hot metrics', () => {
         const plain = new Histogram({ ...config, registers: [plainRegistry] });
         const hot = new HotHistogram({ ...config, registers: [hotRegistry] });
         const labelsOf = (set: number) => (labelled ? { ...LABEL_SETS[set]! } : {});
-        for (const s of steps) {
-          if (s.kind === 'scrape') {
-            await expectSameScrape(hotRegistry, plainRegistry);
-          } else if (s.kind === 'reset') {
-            plain.reset();
-            hot.reset();
-          } else {
-            plain.observe(labelsOf(s.set), s.value);
-            if (s.kind === 'hot') hot.hot(labelsOf(s.set)).observe(s.value);
-            else hot.observe(labelsOf(s.set), s.value);
-          }
-        }
-        await expectSameScrape(hotRegistry, plainRegistry);
+        await play(steps, { hot: hotRegistry, plain: plainRegistry }, [plain, hot], (s) => {
+          plain.observe(labelsOf(s.set), s.value);
+          if (s.kind === 'hot') hot.hot(labelsOf(s.set)).observe(s.value);
+          else hot.observe(labelsOf(s.set), s.value);
+        });
       }),
       { numRuns: 300 },
     );
@@ -84,26 +91,18 @@ describe('hot metrics', () => {
         const config = { name: 'x_total', help: 'x', labelNames: ['outcome'] };
         const plain = new Counter({ ...config, registers: [plainRegistry] });
         const hot = new HotCounter({ ...config, registers: [hotRegistry] });
-        for (const s of steps) {
-          if (s.kind === 'scrape') {
-            await expectSameScrape(hotRegistry, plainRegistry);
-          } else if (s.kind === 'reset') {
-            plain.reset();
-            hot.reset();
+        await play(steps, { hot: hotRegistry, plain: plainRegistry }, [plain, hot], (s) => {
+          const labels = { ...LABEL_SETS[s.set]! };
+          // A hot child's series exists from its first use, at zero: the plain side makes it the same way.
+          if (s.kind === 'hot') {
+            plain.inc(labels, 0);
+            plain.inc(labels);
+            hot.hot(labels).inc();
           } else {
-            const labels = { ...LABEL_SETS[s.set]! };
-            // A hot child's series exists from its first use, at zero: the plain side makes it the same way.
-            if (s.kind === 'hot') {
-              plain.inc(labels, 0);
-              plain.inc(labels);
-              hot.hot(labels).inc();
-            } else {
-              plain.inc(labels);
-              hot.inc(labels);
-            }
+            plain.inc(labels);
+            hot.inc(labels);
           }
-        }
-        await expectSameScrape(hotRegistry, plainRegistry);
+        });
       }),
       { numRuns: 300 },
     );
