@@ -110,8 +110,9 @@ const [root, outFile] = process.argv.slice(2);
 const src = readFileSync(`${root}/src/metrics/metrics.ts`, 'utf8');
 const names = new Set(['up']);
 const suffixes = { Histogram: ['_bucket', '_sum', '_count'], Summary: ['_sum', '_count'] };
+// postroom's hot-path metrics (src/metrics/hot.ts) are prom-client's classes with a Hot prefix.
 let declared = 0;
-for (const m of src.matchAll(/new (Counter|Gauge|Histogram|Summary)\(\{\s*name:\s*'([a-zA-Z0-9_:]+)'/g)) {
+for (const m of src.matchAll(/new (?:Hot)?(Counter|Gauge|Histogram|Summary)\(\{\s*name:\s*'([a-zA-Z0-9_:]+)'/g)) {
   declared++;
   names.add(m[2]);
   for (const s of suffixes[m[1]] ?? []) names.add(m[2] + s);
