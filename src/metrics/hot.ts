@@ -14,10 +14,13 @@ export type MetricLabels<T extends string> = Partial<Record<T, string | number>>
  * scrape. Everything else (inc, observe, labels, reset, the registry) is prom-client's own.
  */
 
-/** The key of a label set: its values in label-name order. */
-function keyOf<T extends string>(names: readonly T[], labels: MetricLabels<T>): string {
+/**
+ * The key of a label set: every name and value it holds, as given. A label set with a name the metric
+ * does not declare gets a key of its own, and so is checked by prom-client when its child is made.
+ */
+function keyOf(labels: Record<string, string | number | undefined>): string {
   let key = '';
-  for (const name of names) key += `${labels[name] ?? ''}\u0000`;
+  for (const name in labels) key += `${name}\u0001${String(labels[name])}\u0000`;
   return key;
 }
 
@@ -48,7 +51,7 @@ export class HotCounter<T extends string = string> extends Counter<T> {
 
   /** The child for a label set, made once (its labels checked then) and kept. */
   hot(labels: MetricLabels<T>): HotCounterChild {
-    const key = keyOf(this.labelNamesOf(), labels);
+    const key = keyOf(labels);
     let slot = this.children.get(key);
     if (!slot) {
       // prom-client checks the label names here, once, rather than at a scrape.
@@ -76,10 +79,6 @@ export class HotCounter<T extends string = string> extends Counter<T> {
       slot.n = 0;
     }
   }
-
-  private labelNamesOf(): readonly T[] {
-    return (this as unknown as { labelNames: T[] }).labelNames;
-  }
 }
 
 /** Observes one value; it reaches the series at the metric's next read. */
@@ -96,7 +95,6 @@ interface SeriesState {
 }
 
 interface HistogramInternals {
-  labelNames: string[];
   upperBounds: readonly number[];
   hashMap: Record<string, SeriesState>;
 }
@@ -119,7 +117,7 @@ export class HotHistogram<T extends string = string> extends Histogram<T> {
   /** The child for a label set (none for an unlabelled histogram), made once and kept. */
   hot(labels: MetricLabels<T> = {}): HotHistogramChild {
     const internals = this as unknown as HistogramInternals;
-    const key = keyOf(internals.labelNames as T[], labels);
+    const key = keyOf(labels);
     let slot = this.children.get(key);
     if (!slot) {
       // labels() checks the names now; an unknown one throws here, not at a scrape.

@@ -132,6 +132,11 @@ describe('hot metrics', () => {
     const counter = new HotCounter({ name: 'z_total', help: 'z', labelNames: ['outcome'], registers: [] });
     expect(() => histogram.hot({ outcome: 'a', nope: 'b' } as never)).toThrow(/nope/);
     expect(() => counter.hot({ outcome: 'a', nope: 'b' } as never)).toThrow(/nope/);
+    // Also after a child for the declared labels alone exists: the extra name must not reach it unchecked.
+    histogram.hot({ outcome: 'a' });
+    counter.hot({ outcome: 'a' });
+    expect(() => histogram.hot({ outcome: 'a', nope: 'b' } as never)).toThrow(/nope/);
+    expect(() => counter.hot({ outcome: 'a', nope: 'b' } as never)).toThrow(/nope/);
   });
 
   it('drops a value that is not a finite number instead of throwing on the request path', async () => {
