@@ -19,7 +19,11 @@ if (!only || only === 'ingest') results.ingest = await benchIngest(ingestOptions
 if (only === 'ingress') results.ingest = await benchIngest(ingestOptionsFromEnv({ receivers: INGRESS_COMPARISON, sustainSeconds: 0 }));
 if (!only || only === 'worker') results.worker = await benchWorker(workerOptionsFromEnv());
 if (!only || only === 'reconcile') results.reconcile = await benchReconcile();
-if (!only || only === 'scale') results.scale = await benchScale({ large: Number(process.env.BENCH_SCALE_ROWS ?? 10_000_000) });
+if (!only || only === 'scale')
+  results.scale = await benchScale({
+    large: Number(process.env.BENCH_SCALE_ROWS ?? 10_000_000),
+    rounds: Number(process.env.BENCH_SCALE_ROUNDS ?? 3),
+  });
 console.log(
   `\nwrote ${writeResult('all', { command: `npm run bench${only ? ` -- ${only}` : ''}`, durationS: (Date.now() - started) / 1000, ...results })}`,
 );
