@@ -84,9 +84,20 @@ SELECT count(*)::int AS updated, (CASE WHEN $5::boolean THEN pg_notify('${INBOX_
 FROM done`,
 );
 
+/**
+ * The completion's plan, whatever the statistics were when the connection cached
+ * it: the rows by key, never the whole inbox, and the batch joined by hash, not
+ * unnested again for every row. On a small inbox (a new installation), reading
+ * it whole and a nested loop over a batch estimated at one row were the
+ * cheapest plans, and the connection kept them as the inbox grew. Set here, last
+ * in the batch's transaction, so that no handler's statement is planned under it.
+ */
+const COMPLETE_PLAN = 'SET LOCAL enable_seqscan = off; SET LOCAL enable_nestloop = off';
+
 export async function completeEvents(q: Queryable, all: readonly Completion[], notify: boolean): Promise<number> {
   const completions = all.filter((c) => c.attemptsDelta === 0);
   if (completions.length === 0) return 0;
+  await q.exec(COMPLETE_PLAN);
   const res = await q.query<{ updated: number }>(COMPLETE_SQL, [
     arrayLiteral(completions.map((c) => c.eventId)),
     arrayLiteral(completions.map((c) => c.status)),
