@@ -3,7 +3,7 @@
  * that moves less than rates on a shared machine. Each receiver takes wrk load
  * (64 connections) after a 2 s warm-up, and the CPU time its process and its
  * Postgres backends used, from /proc, is divided by the rows it stored.
- * Knobs: CPU_RECEIVERS (comma-separated: gc_pk, gc_inbox, ingress; `ingress@/dir`
+ * Knobs: CPU_RECEIVERS (comma-separated: gc_pk, gc_inbox, gc_wide, gc_seen, ingress; `ingress@/dir`
  * runs the build in another checkout, for before/after in one run;
  * `ingress+--flag` adds Node options), CPU_SECONDS, CPU_RUNS, CPU_PROF_DIR (every
  * receiver's process writes a --cpu-prof profile there).
@@ -25,6 +25,23 @@ import { benchDatabase } from './lib/pg.js';
 import { stop } from './lib/processes.js';
 import { median, ROOT } from './lib/receivers.js';
 import { CACHED_TOLERANCE_SECONDS, cachedRequests, requireWrk, runWrk } from './lib/wrk.js';
+
+/**
+ * The minimal group commit (bench/receivers/group-commit.mjs) into each table shape: the primary-key-only
+ * reference, postroom's inbox, the inbox's columns with the primary key only (what its other indexes cost),
+ * and a seen-id table plus an index-free intake table (the split in docs/scaling.md, at ingest).
+ */
+const GROUP_COMMITS: Record<string, { mode: string; table: string; truncate: string }> = {
+  gc_pk: { mode: 'pk', table: 'ref_pk', truncate: 'ref_pk' },
+  gc_inbox: { mode: 'inbox', table: 'inbox', truncate: 'inbox' },
+  gc_wide: { mode: 'wide', table: 'ref_wide', truncate: 'ref_wide' },
+  gc_seen: { mode: 'seen_intake', table: 'ref_intake', truncate: 'ref_intake, ref_seen' },
+};
+
+/** The table a receiver stores into, and what to empty before each of its runs. */
+function tableOf(key: string): { table: string; truncate: string } {
+  return GROUP_COMMITS[key] ?? { table: 'inbox', truncate: 'inbox' };
+}
 
 const SECRET = 'whsec_bench_7c4f0d2b9e8a41f6a3c5b1e0d9f8a7b6';
 const TICK = 100; // clock ticks per second on Linux
@@ -163,7 +180,12 @@ async function prepareDatabase(): Promise<{ database: Rig['database']; setup: Ri
   const database = await benchDatabase();
   const setup = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
   await migrate(setup);
-  await setup.exec('CREATE TABLE ref_pk (event_id text PRIMARY KEY, body bytea NOT NULL)');
+  await setup.exec(
+    `CREATE TABLE ref_pk (event_id text PRIMARY KEY, body bytea NOT NULL);
+     CREATE TABLE ref_wide (LIKE inbox INCLUDING DEFAULTS INCLUDING CONSTRAINTS, PRIMARY KEY (event_id));
+     CREATE TABLE ref_seen (event_id text PRIMARY KEY);
+     CREATE TABLE ref_intake (LIKE inbox INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`,
+  );
   const refUrl = `${database.url}?options=${encodeURIComponent(`-c search_path=${setup.schema}`)}`;
   const admin = new pg.Client({ connectionString: database.url });
   await admin.connect();
@@ -171,15 +193,16 @@ async function prepareDatabase(): Promise<{ database: Rig['database']; setup: Ri
 }
 
 function startReceiver(key: string, port: number, url: string, refUrl: string): Promise<ChildProcess> {
-  return key.startsWith('ingress')
-    ? startIngressKey(key, port, url, profDir)
-    : startGroupCommit(port, refUrl, key === 'gc_pk' ? 'pk' : 'inbox', profDir);
+  if (key.startsWith('ingress')) return startIngressKey(key, port, url, profDir);
+  const gc = GROUP_COMMITS[key];
+  if (!gc) throw new Error(`CPU_RECEIVERS: unknown receiver ${key}; use ${Object.keys(GROUP_COMMITS).join(', ')} or ingress`);
+  return startGroupCommit(port, refUrl, gc.mode, profDir);
 }
 
 /** Loads one receiver for `seconds` and returns its CPU and Postgres time per stored row. */
 async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ m: Measured; threads: string }> {
   const dbName = new URL(rig.database.url).pathname.slice(1);
-  await rig.setup.exec(`TRUNCATE ${rig.table}`);
+  await rig.setup.exec(`TRUNCATE ${tableOf(rig.key).truncate}`);
   const backends = (
     await rig.admin.query<{ pid: number }>(
       `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
@@ -252,7 +275,7 @@ async function alternate(): Promise<void> {
       };
       orphans.push(release);
       const port = basePort + i;
-      const table = key === 'gc_pk' ? 'ref_pk' : 'inbox';
+      const { table } = tableOf(key);
       const child = await startReceiver(key, port, database.url, refUrl);
       rigs.push({ key, table, port, child, database, setup, admin });
       orphans.splice(orphans.indexOf(release), 1);
@@ -296,7 +319,7 @@ async function oneAtATime(): Promise<void> {
   try {
     for (let r = 0; r < runs; r++) {
       for (const key of keys) {
-        const table = key === 'gc_pk' ? 'ref_pk' : 'inbox';
+        const { table } = tableOf(key);
         await setup.exec(`TRUNCATE ${table}`);
         const child = await startReceiver(key, port, database.url, refUrl);
         try {

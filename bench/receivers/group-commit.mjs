@@ -1,8 +1,14 @@
 // The simplest correct fast design: node:http, verify, then group commit: every
 // request waiting while a flush runs goes into the next one multi-row INSERT
 // (one flush in flight, no timer), and is answered after that commit.
-// Table `pk`: a table with a primary key only. Table `inbox`: postroom's own inbox
-// table with all its indexes, the raw bytes kept.
+// Tables, by the last argument:
+// - `pk`: a table with a primary key only, holding the id and the body;
+// - `inbox`: postroom's own inbox table with all its indexes, the raw bytes kept;
+// - `wide`: the same columns as the inbox in a table with its primary key only
+//   (bench/cpu.ts: what the inbox's other indexes cost, apart from its row);
+// - `seen_intake`: the id into a table of its own (the primary key) and the row
+//   into a table with no index at all, in one statement: the split of a seen-id
+//   table and an intake table (docs/scaling.md), at ingest.
 import http from 'node:http';
 import pg from 'pg';
 import { answer, readVerified } from './verify.mjs';
@@ -10,13 +16,17 @@ import { answer, readVerified } from './verify.mjs';
 const [port, databaseUrl, secret, table = 'pk'] = process.argv.slice(2);
 const client = new pg.Client({ connectionString: databaseUrl });
 await client.connect();
-const SQL =
-  table === 'inbox'
-    ? `INSERT INTO inbox (event_id, type, occurred_at, raw_body, correspondence_id)
-       SELECT i, t, o, decode(b, 'base64'), c FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[]) AS u(i, t, o, b, c)
-       ON CONFLICT (event_id) DO NOTHING`
-    : `INSERT INTO ref_pk (event_id, body) SELECT i, decode(b, 'base64') FROM unnest($1::text[], $2::text[]) AS u(i, b)
-       ON CONFLICT (event_id) DO NOTHING`;
+const ROWS = `unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[]) AS u(i, t, o, b, c)`;
+const COLUMNS = '(event_id, type, occurred_at, raw_body, correspondence_id)';
+const SQL = {
+  pk: `INSERT INTO ref_pk (event_id, body) SELECT i, decode(b, 'base64') FROM unnest($1::text[], $2::text[]) AS u(i, b)
+       ON CONFLICT (event_id) DO NOTHING`,
+  inbox: `INSERT INTO inbox ${COLUMNS} SELECT i, t, o, decode(b, 'base64'), c FROM ${ROWS} ON CONFLICT (event_id) DO NOTHING`,
+  wide: `INSERT INTO ref_wide ${COLUMNS} SELECT i, t, o, decode(b, 'base64'), c FROM ${ROWS} ON CONFLICT (event_id) DO NOTHING`,
+  seen_intake: `WITH seen AS (INSERT INTO ref_seen (event_id) SELECT i FROM unnest($1::text[]) AS i ON CONFLICT DO NOTHING RETURNING event_id)
+       INSERT INTO ref_intake ${COLUMNS} SELECT i, t, o, decode(b, 'base64'), c FROM ${ROWS} JOIN seen ON seen.event_id = u.i`,
+}[table];
+if (!SQL) throw new Error(`unknown table ${table}: pk, inbox, wide or seen_intake`);
 const queue = [];
 let flushing = false;
 async function flush() {
@@ -28,15 +38,15 @@ async function flush() {
     const ids = rows.map((w) => w.event.event_id);
     const bodies = rows.map((w) => w.body.toString('base64'));
     const params =
-      table === 'inbox'
-        ? [
+      table === 'pk'
+        ? [ids, bodies]
+        : [
             ids,
             rows.map((w) => w.event.type),
             rows.map((w) => w.event.at),
             bodies,
             rows.map((w) => w.event.data?.correspondence_id ?? null),
-          ]
-        : [ids, bodies];
+          ];
     const status = await client.query(SQL, params).then(
       () => 200,
       () => 503,
