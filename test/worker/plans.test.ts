@@ -77,6 +77,22 @@ async function plansOf(db: Db, log: Array<{ sql: string; params?: readonly unkno
   });
 }
 
+/** Takes a claimed batch and completes the given events as processed, recorded as in recorded(). */
+async function recordedCompletion(
+  db: Db,
+  batchId: string,
+  ids: readonly string[],
+): Promise<Array<{ sql: string; params?: readonly unknown[] }>> {
+  return recorded(db, async (tx) => {
+    expect(await takeBatch(tx, batchId)).toBe(true);
+    await completeEvents(
+      tx,
+      ids.map((eventId) => ({ eventId, status: 'processed' as const, error: null, retryInMs: null, attemptsDelta: 0 as const })),
+      false,
+    );
+  });
+}
+
 /** The driver's own text encoding of parameters (no types ship for this module). */
 const pgUtils = createRequire(import.meta.url)('pg/lib/utils.js') as {
   prepareValue(value: unknown): string | Buffer | null;
@@ -176,14 +192,7 @@ describe.each(await availableStoreKinds())('worker statements with stale statist
 
   it('taking and completing a claimed batch find its rows by event id', async () => {
     const ids = claimed.slice(0, 15);
-    const complete = await recorded(store.db, async (tx) => {
-      expect(await takeBatch(tx, batchId)).toBe(true);
-      await completeEvents(
-        tx,
-        ids.map((eventId) => ({ eventId, status: 'processed' as const, error: null, retryInMs: null, attemptsDelta: 0 as const })),
-        false,
-      );
-    });
+    const complete = await recordedCompletion(store.db, batchId, ids);
     for (const plan of await plansOf(store.db, complete)) expect(unkeyed(plan)).toEqual([]);
     if (kind === 'postgres') for (const plan of await genericPlansOf(store.db, complete)) expect(unkeyed(plan)).toEqual([]);
   });
@@ -251,14 +260,7 @@ describe('worker statements planned on a small inbox (postgres)', async () => {
       batchId = batch!.batchId;
       ids = batch!.events.map((e) => e.event_id);
     });
-    const complete = await recorded(store.db, async (tx) => {
-      expect(await takeBatch(tx, batchId)).toBe(true);
-      await completeEvents(
-        tx,
-        ids.map((eventId) => ({ eventId, status: 'processed' as const, error: null, retryInMs: null, attemptsDelta: 0 as const })),
-        false,
-      );
-    });
+    const complete = await recordedCompletion(store.db, batchId, ids);
     const plans = [
       ...(await genericPlansOf(store.db, claim, { asIfLarge: false })),
       ...(await genericPlansOf(store.db, complete, { asIfLarge: false })),
