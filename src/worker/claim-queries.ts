@@ -111,24 +111,20 @@ function lockCandidatesStatement(limit: number, holdSeconds: number): NamedState
  * something outside this claim still holds back (earlier events inside the
  * claim are fine: the batch runs them first, in order). What remains is
  * recorded as one inbox_attempts row, which keeps the events out of every other
- * claim once this transaction commits and its row locks are gone. The events
- * come back from the rows step two has already read by key: reading the inbox
- * again to return them was a join whose cached plan, made on a small inbox, read
- * the whole inbox on every claim (test/worker/plans.test.ts).
+ * claim once this transaction commits and its row locks are gone.
  */
 const RECORD_CLAIM_SQL = named(
   'claim_record',
   `
 WITH locked AS (
-  SELECT c.event_id, c.correspondence_id, c.occurred_at, c.received_at, c.type, c.payload,
-         CASE WHEN c.payload IS NULL THEN c.raw_body END AS raw_body, c.attempts, c.source
+  SELECT c.event_id, c.correspondence_id, c.occurred_at, c.received_at
   FROM inbox c
   WHERE c.event_id = ANY($2::text[])
     AND c.status COLLATE "C" IN ('received', 'failed') -- by the primary key, not a partial index (see complete-queries.ts)
     AND NOT ${inFlight('c')}
 ),
 claimable AS (
-  SELECT c.* FROM locked c
+  SELECT c.event_id FROM locked c
   WHERE $3 <= 0 OR c.correspondence_id IS NULL OR NOT EXISTS (
     SELECT 1 FROM inbox e
     WHERE ${HELD_BACK_BY('e', 'c', '$3')}
@@ -138,12 +134,13 @@ claimable AS (
 batch AS (
   INSERT INTO inbox_attempts (worker_id, event_ids)
   SELECT $1, array_agg(event_id) FROM claimable HAVING count(*) > 0
-  RETURNING batch_id
+  RETURNING batch_id, event_ids
 )
-SELECT (SELECT batch_id::text FROM batch) AS batch_id, c.event_id, c.type, c.payload, c.raw_body,
-       c.attempts + 1 AS attempts, c.correspondence_id, c.source, c.received_at
-FROM claimable c
-ORDER BY c.occurred_at NULLS FIRST, c.event_id COLLATE "C"`,
+SELECT b.batch_id::text AS batch_id, i.event_id, i.type, i.payload, CASE WHEN i.payload IS NULL THEN i.raw_body END AS raw_body,
+       i.attempts + 1 AS attempts, i.correspondence_id, i.source, i.received_at
+FROM batch b CROSS JOIN LATERAL unnest(b.event_ids) AS x(event_id)
+JOIN inbox i ON i.event_id = x.event_id
+ORDER BY i.occurred_at NULLS FIRST, i.event_id COLLATE "C"`,
 );
 
 export interface ClaimParams {
@@ -159,13 +156,8 @@ export interface ClaimParams {
  * plus sort, which evaluates the ordering check for every runnable row: fine for
  * ten, ruinous for a backlog of fifty thousand, exactly when speed matters.
  * These settings, local to the claim's transaction, keep the plan that scales.
- * Sequential scans are off for the same reason the other way round: a
- * connection keeps the generic plan it made after five claims, and on a new
- * installation those claims ran on an inbox of a few rows, where reading it
- * whole was cheapest. That plan stayed as the inbox grew, until autovacuum's
- * next ANALYZE (test/worker/plans.test.ts, "planned on a small inbox").
  */
-const CLAIM_PLAN = 'SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; SET LOCAL enable_seqscan = off; SET LOCAL jit = off';
+const CLAIM_PLAN = 'SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; SET LOCAL jit = off';
 
 /**
  * Claims up to `limit` runnable events in one short transaction that writes one
