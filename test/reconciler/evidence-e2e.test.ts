@@ -101,6 +101,24 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
     env = { DATABASE_URL: store.url!, POSTROOM_API_BASE_URL: sandbox.url, POSTROOM_API_KEY: sandbox.apiKey };
   }, 120_000);
 
+  /**
+   * drain() returns once nothing is left to claim, but the started worker's own loops may still hold a batch
+   * they claimed first: wait until no batch is in flight and nothing is left unfinished, or 10 s.
+   */
+  async function settle(): Promise<void> {
+    const until = Date.now() + 10_000;
+    for (;;) {
+      await postroom.drain();
+      const { busy } = (
+        await store.db.query<{ busy: number }>(
+          `SELECT (SELECT count(*) FROM inbox_attempts) + (SELECT count(*) FROM inbox WHERE status IN ('received', 'failed'))::int AS busy`,
+        )
+      ).rows[0]!;
+      if (Number(busy) === 0 || Date.now() > until) return;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
   afterAll(async () => {
     await postroom?.stop(2000);
     await client?.close();
@@ -132,7 +150,7 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
       recipients: [{ addressing: { type: 'claim_code', name: 'Ada Lovelace' }, ref: 'claim-ref' }],
     });
     await sandbox.control.waitForIdle(20_000);
-    await postroom.drain();
+    await settle();
 
     // The outage: every delivery from here on goes dead.
     await receiver!.close();
@@ -189,7 +207,7 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
     }
 
     receiver = await startReceiver();
-    await postroom.drain();
+    await settle();
 
     const first = await runCli(['reconcile', '--json'], env);
     const s1 = JSON.parse(first.stdout);
@@ -239,7 +257,7 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
       'participant.acted:state_synced',
     ]);
 
-    await postroom.drain();
+    await settle();
     for (const c of sandbox.control.listCorrespondence()) {
       expect(compareWithService(await getProjectedCorrespondence(store.db, c.correspondence_id), c), c.correspondence_id).toEqual([]);
     }
