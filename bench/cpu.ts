@@ -319,8 +319,8 @@ async function oneAtATime(): Promise<void> {
   try {
     for (let r = 0; r < runs; r++) {
       for (const key of keys) {
-        const { table } = tableOf(key);
-        await setup.exec(`TRUNCATE ${table}`);
+        const { table, truncate } = tableOf(key);
+        await setup.exec(`TRUNCATE ${truncate}`);
         const child = await startReceiver(key, port, database.url, refUrl);
         try {
           // Warm up (JIT, connections), then measure.

@@ -232,12 +232,10 @@ function rescannedFunctions(node: PlanNode, out: string[] = []): string[] {
  * The plans above are checked as if the inbox were large (sequential scans off);
  * these are checked as they are cached, on a small inbox.
  */
-describe('worker statements planned on a small inbox (postgres)', async () => {
-  const kinds = await availableStoreKinds();
+describe.skipIf(!(await availableStoreKinds()).includes('postgres'))('worker statements planned on a small inbox (postgres)', () => {
   let store: TestStore;
 
   beforeAll(async () => {
-    if (!kinds.includes('postgres')) return;
     store = await openTestStore('postgres');
     await store.db.exec('ALTER TABLE inbox SET (autovacuum_enabled = false)');
     await insertInboxBatch(
@@ -248,7 +246,7 @@ describe('worker statements planned on a small inbox (postgres)', async () => {
   });
   afterAll(async () => store?.cleanup());
 
-  it.skipIf(!kinds.includes('postgres'))('completing reads the inbox by key and runs the batch once', async () => {
+  it('completing reads the inbox by key and runs the batch once', async () => {
     let batchId = '';
     let ids: string[] = [];
     const claim = await recorded(store.db, async (tx) => {
@@ -266,16 +264,15 @@ describe('worker statements planned on a small inbox (postgres)', async () => {
       ...(await genericPlansOf(store.db, complete, { asIfLarge: false })),
     ];
     expect(plans).toHaveLength(4);
-    const [lock, record, take, done] = plans;
+    // The claim's second step (plans[1]) is not checked, and is still open: cached on a small inbox, it reads the
+    // inbox whole to return its events. Two rewrites that read them by key were reverted (docs/benchmarks.md,
+    // stop 26) after one run showed a batch recorded with no event returned; until that is explained, the claim
+    // keeps its proven statement.
+    const [lock, , take, done] = plans;
     expect({
       lock: unkeyed(lock!, ['inbox_claim_order_idx']),
       take: unkeyed(take!),
       complete: [...unkeyed(done!), ...rescannedFunctions(done!)],
     }).toEqual({ lock: [], take: [], complete: [] });
-    // Not checked, and still open: the claim's second step, cached on a small inbox, reads the inbox whole to
-    // return its events (record). Two rewrites that read them by key lost claimed events on Node 26 in
-    // test/reconciler/evidence-e2e.test.ts (the batch was recorded, no event came back), for a reason not yet
-    // found; until it is, the claim keeps its proven statement.
-    expect(record).toBeDefined();
   });
 });
