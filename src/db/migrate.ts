@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PostroomError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
-import { LEGACY_SCHEMA } from './schema.js';
+import { LEGACY_SCHEMA, searchPath } from './schema.js';
 import type { Db, Queryable, Session } from './types.js';
 
 /** Both src/db and dist/db sit two levels below the package root, beside migrations/. */
@@ -43,20 +43,26 @@ export function readMigrations(dir: string = DEFAULT_MIGRATIONS_DIR): MigrationF
   return out.sort((a, b) => a.version - b.version);
 }
 
-const BOOKKEEPING = `
-CREATE TABLE IF NOT EXISTS postroom_migrations (
+/** The ledger, always named with its schema: it must not depend on how a session resolves names (see migrate). */
+function ledger(schema: string): string {
+  return `${quoteIdent(schema)}.postroom_migrations`;
+}
+
+function bookkeeping(schema: string): string {
+  return `
+CREATE TABLE IF NOT EXISTS ${ledger(schema)} (
   version    integer PRIMARY KEY,
   name       text NOT NULL,
   checksum   text NOT NULL,
   applied_at timestamptz NOT NULL DEFAULT now()
 )`;
+}
 
-async function appliedMigrations(db: Queryable): Promise<Map<number, { name: string; checksum: string }>> {
-  const exists = await db.query<{ present: boolean }>(`SELECT to_regclass('postroom_migrations') IS NOT NULL AS present`);
+async function appliedMigrations(db: Queryable, schema: string): Promise<Map<number, { name: string; checksum: string }>> {
   const map = new Map<number, { name: string; checksum: string }>();
-  if (!exists.rows[0]?.present) return map;
+  if (!(await ledgerIn(db, schema))) return map;
   const res = await db.query<{ version: number; name: string; checksum: string }>(
-    'SELECT version, name, checksum FROM postroom_migrations ORDER BY version',
+    `SELECT version, name, checksum FROM ${ledger(schema)} ORDER BY version`,
   );
   for (const r of res.rows) map.set(Number(r.version), { name: r.name, checksum: r.checksum });
   return map;
@@ -80,7 +86,7 @@ function compare(files: MigrationFile[], applied: Map<number, { name: string; ch
 }
 
 export async function migrationStatus(db: Db, dir?: string): Promise<MigrationStatus> {
-  return compare(readMigrations(dir), await appliedMigrations(db));
+  return compare(readMigrations(dir), await appliedMigrations(db, db.schema));
 }
 
 type ObjectKind = 'relation' | 'type' | 'function';
@@ -117,6 +123,19 @@ export function objectsCreatedBy(sql: string): Array<{ kind: ObjectKind; name: s
 
 function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** Refuses to run a migration whose unqualified CREATEs would land anywhere but the installation's schema. */
+async function assertCreatesIn(tx: Queryable, schema: string): Promise<void> {
+  const res = await tx.query<{ current: string | null }>('SELECT current_schema() AS current');
+  const current = res.rows[0]?.current ?? null;
+  if (current !== schema) {
+    throw new PostroomError(
+      'migration_schema_unresolved',
+      `Migrations would be created in ${current === null ? 'no schema' : `schema ${current}`} instead of ${schema}; nothing was applied. Check that the database role may use schema ${schema}, then run migrate again.`,
+      { details: { schema, current } },
+    );
+  }
 }
 
 async function schemaExists(db: Queryable, schema: string): Promise<boolean> {
@@ -225,12 +244,19 @@ export async function migrate(db: Db, options: { logger?: Logger; dir?: string }
     await moveLegacyInstallation(session, db.schema, files, options.logger);
     // Checked first: CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when the schema is there.
     if (!(await schemaExists(session, db.schema))) await session.exec(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(db.schema)}`);
-    await session.exec(BOOKKEEPING);
-    const status = compare(files, await appliedMigrations(session));
+    await session.exec(bookkeeping(db.schema));
+    const status = compare(files, await appliedMigrations(session, db.schema));
     for (const file of status.pending) {
       await session.transaction(async (tx) => {
+        // Migrations name their objects unqualified, so each one runs with the search path set afresh. A
+        // session that first resolved its path while another replica was creating the schema can keep
+        // resolving as if the schema did not exist (Postgres 15 caches the path and can miss that change);
+        // it installed a second copy of every table into public, and used it. Setting the path makes
+        // Postgres resolve it again, now that the schema is committed.
+        await tx.exec(`SET LOCAL search_path TO ${searchPath(db.schema)}`);
+        await assertCreatesIn(tx, db.schema);
         await tx.exec(file.sql);
-        await tx.query('INSERT INTO postroom_migrations (version, name, checksum) VALUES ($1, $2, $3)', [
+        await tx.query(`INSERT INTO ${ledger(db.schema)} (version, name, checksum) VALUES ($1, $2, $3)`, [
           file.version,
           file.name,
           file.checksum,

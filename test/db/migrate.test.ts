@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createPgDb } from '../../src/db/pg.js';
 import { DEFAULT_MIGRATIONS_DIR, migrate, migrationStatus, readMigrations } from '../../src/db/migrate.js';
 import { silentLogger } from '../../src/logging/logger.js';
+import type { Db } from '../../src/db/types.js';
 import { adminUrl, availableStoreKinds, createPostgresDatabase, openTestStore } from '../support/db.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -66,5 +67,45 @@ describe.skipIf(!(await adminUrl()))('migrations from several replicas at once (
     expect(appliedCounts.filter((n) => n > 0)).toHaveLength(1);
     const rows = await replicas[0]!.query<{ n: number }>('SELECT count(*)::int AS n FROM postroom_migrations');
     expect(rows.rows[0]!.n).toBe(readMigrations().length);
+    expect(await tablesIn(replicas[0]!, 'public')).toEqual([]);
+  });
+
+  // Postgres 15 caches a session's search path and, rarely, keeps a path resolved while another
+  // replica was creating the schema (seen in CI: one replica in four installed every table into
+  // public). The race cannot be forced, so this session is given such a path outright.
+  it('installs into its schema even when the migrating session resolves names as if the schema were absent', async () => {
+    const database = await createPostgresDatabase();
+    cleanups.push(database.drop);
+    const db = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
+    cleanups.push(() => db.close());
+    const stale: Db = {
+      ...db,
+      withAdvisoryLock: (name, fn, opts) =>
+        db.withAdvisoryLock(
+          name,
+          async (session) => {
+            await session.exec('SET search_path TO public');
+            try {
+              return await fn(session);
+            } finally {
+              await session.exec('RESET search_path');
+            }
+          },
+          opts,
+        ),
+    };
+    const { applied } = await migrate(stale);
+    expect(applied).toHaveLength(readMigrations().length);
+    expect(await tablesIn(db, 'public')).toEqual([]);
+    expect(await tablesIn(db, db.schema)).toEqual(expect.arrayContaining(['inbox', 'postroom_migrations']));
+    expect((await migrationStatus(db)).current).toBe(true);
   });
 });
+
+async function tablesIn(db: Db, schema: string): Promise<string[]> {
+  const res = await db.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') ORDER BY 1`,
+    [schema],
+  );
+  return res.rows.map((r) => r.name);
+}
