@@ -1,3 +1,4 @@
+import { PostroomError } from '../errors.js';
 import { arrayLiteral } from '../db/array-literal.js';
 import { named } from '../db/statement.js';
 import type { Db, NamedStatement, Queryable } from '../db/types.js';
@@ -112,19 +113,27 @@ function lockCandidatesStatement(limit: number, holdSeconds: number): NamedState
  * claim are fine: the batch runs them first, in order). What remains is
  * recorded as one inbox_attempts row, which keeps the events out of every other
  * claim once this transaction commits and its row locks are gone.
+ *
+ * The events come back from the rows this step has already read by key, joined
+ * to the batch row: reading the inbox again to return them was a join whose
+ * plan, cached on a small inbox, read the whole inbox on every claim
+ * (test/worker/plans.test.ts). `claimable` is materialised, so the batch records
+ * and the query returns the very same rows; the batch also returns its size,
+ * which claimBatch checks before the claim commits.
  */
 const RECORD_CLAIM_SQL = named(
   'claim_record',
   `
-WITH locked AS (
-  SELECT c.event_id, c.correspondence_id, c.occurred_at, c.received_at
+WITH locked AS MATERIALIZED (
+  SELECT c.event_id, c.correspondence_id, c.occurred_at, c.received_at, c.type, c.payload,
+         CASE WHEN c.payload IS NULL THEN c.raw_body END AS raw_body, c.attempts, c.source
   FROM inbox c
   WHERE c.event_id = ANY($2::text[])
     AND c.status COLLATE "C" IN ('received', 'failed') -- by the primary key, not a partial index (see complete-queries.ts)
     AND NOT ${inFlight('c')}
 ),
-claimable AS (
-  SELECT c.event_id FROM locked c
+claimable AS MATERIALIZED (
+  SELECT c.* FROM locked c
   WHERE $3 <= 0 OR c.correspondence_id IS NULL OR NOT EXISTS (
     SELECT 1 FROM inbox e
     WHERE ${HELD_BACK_BY('e', 'c', '$3')}
@@ -134,13 +143,12 @@ claimable AS (
 batch AS (
   INSERT INTO inbox_attempts (worker_id, event_ids)
   SELECT $1, array_agg(event_id) FROM claimable HAVING count(*) > 0
-  RETURNING batch_id, event_ids
+  RETURNING batch_id, cardinality(event_ids) AS size
 )
-SELECT b.batch_id::text AS batch_id, i.event_id, i.type, i.payload, CASE WHEN i.payload IS NULL THEN i.raw_body END AS raw_body,
-       i.attempts + 1 AS attempts, i.correspondence_id, i.source, i.received_at
-FROM batch b CROSS JOIN LATERAL unnest(b.event_ids) AS x(event_id)
-JOIN inbox i ON i.event_id = x.event_id
-ORDER BY i.occurred_at NULLS FIRST, i.event_id COLLATE "C"`,
+SELECT b.batch_id::text AS batch_id, b.size, c.event_id, c.type, c.payload, c.raw_body,
+       c.attempts + 1 AS attempts, c.correspondence_id, c.source, c.received_at
+FROM batch b CROSS JOIN claimable c
+ORDER BY c.occurred_at NULLS FIRST, c.event_id COLLATE "C"`,
 );
 
 export interface ClaimParams {
@@ -156,8 +164,13 @@ export interface ClaimParams {
  * plus sort, which evaluates the ordering check for every runnable row: fine for
  * ten, ruinous for a backlog of fifty thousand, exactly when speed matters.
  * These settings, local to the claim's transaction, keep the plan that scales.
+ * Sequential scans are off for the same reason the other way round: a
+ * connection keeps the generic plan it made after five claims, and on a new
+ * installation those claims ran on an inbox of a few rows, where reading it
+ * whole was cheapest. That plan stayed as the inbox grew, until the next
+ * ANALYZE (test/worker/plans.test.ts, "planned on a small inbox").
  */
-const CLAIM_PLAN = 'SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; SET LOCAL jit = off';
+const CLAIM_PLAN = 'SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; SET LOCAL enable_seqscan = off; SET LOCAL jit = off';
 
 /**
  * Claims up to `limit` runnable events in one short transaction that writes one
@@ -170,14 +183,22 @@ export async function claimBatch(db: Pick<Db, 'transaction'>, p: ClaimParams): P
     await tx.exec(CLAIM_PLAN);
     const locked = await tx.query<{ event_id: string }>(lockCandidatesStatement(p.limit, p.orderingHoldSeconds), []);
     if (locked.rows.length === 0) return undefined;
-    const res = await tx.query<ClaimedEvent & { batch_id: string; raw_body: Uint8Array | null }>(RECORD_CLAIM_SQL, [
+    const res = await tx.query<ClaimedEvent & { batch_id: string; size: number; raw_body: Uint8Array | null }>(RECORD_CLAIM_SQL, [
       p.workerId,
       arrayLiteral(locked.rows.map((r) => r.event_id)),
       p.orderingHoldSeconds,
     ]);
     if (res.rows.length === 0) return undefined;
+    if (res.rows.length !== Number(res.rows[0]!.size)) {
+      // Thrown inside the claim's transaction, so the batch row is rolled back with it: no event is left
+      // recorded in a batch that nobody runs (it would lose an attempt when the lease expired).
+      throw new PostroomError(
+        'claim_inconsistent',
+        `A claim recorded ${res.rows[0]!.size} events but returned ${res.rows.length}; it was rolled back.`,
+      );
+    }
     // The body is parsed here, in the worker, not by Postgres on the ingest path.
-    const events = res.rows.map(({ raw_body, batch_id: _, ...row }) => ({
+    const events = res.rows.map(({ raw_body, batch_id: _, size: __, ...row }) => ({
       ...row,
       payload: payloadOf({ payload: row.payload, raw_body }),
     }));

@@ -72,6 +72,34 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
     ]);
   });
 
+  it('concurrent claims: each batch row records exactly the events its claim returned, and no event is in two', async () => {
+    const store = await openTestStore(kind);
+    cleanups.push(store.cleanup);
+    // Each event has a correspondence of its own, or none: nothing holds another back, so each is claimable once.
+    // Batches are not completed, so every one stays recorded for the comparison.
+    const events = Array.from({ length: 240 }, (_, i) =>
+      i % 3 === 0 ? envelope('delivery.failed', { reason: 'x' }, new Date(Date.UTC(2026, 0, 1, 0, 0, i % 60))) : acted(`cor_${i}`, i % 60),
+    );
+    await insertEnvelopes(store.db, events);
+    const returned = new Map<string, string[]>();
+    const loop = async (worker: string): Promise<void> => {
+      for (;;) {
+        const claim = await claimBatch(store.db, { workerId: worker, limit: 7, orderingHoldSeconds: 300 });
+        if (!claim) return;
+        expect(claim.events.length).toBeGreaterThan(0);
+        returned.set(claim.batchId, claim.events.map((e) => e.event_id).sort());
+      }
+    };
+    await Promise.all(['w1', 'w2', 'w3', 'w4'].map(loop));
+    const recorded = await store.db.query<{ batch_id: string; event_ids: string[] }>(
+      'SELECT batch_id::text AS batch_id, event_ids FROM inbox_attempts',
+    );
+    expect(new Map(recorded.rows.map((r) => [r.batch_id, [...r.event_ids].sort()]))).toEqual(returned);
+    const all = [...returned.values()].flat();
+    expect(new Set(all).size).toBe(all.length);
+    expect(all.sort()).toEqual(events.map((e) => e.event_id).sort());
+  });
+
   it('the reaper counts no attempt for a batch younger than its lease, nor for one a live worker holds; a batch it took is not run', async () => {
     const store = await openTestStore(kind);
     cleanups.push(store.cleanup);
