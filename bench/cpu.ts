@@ -3,8 +3,9 @@
  * that moves less than rates on a shared machine. Each receiver takes wrk load
  * (64 connections) after a 2 s warm-up, and the CPU time its process and its
  * Postgres backends used, from /proc, is divided by the rows it stored.
- * Knobs: CPU_RECEIVERS (comma-separated: gc_pk, gc_inbox, gc_wide, gc_seen, ingress; `ingress@/dir`
- * runs the build in another checkout, for before/after in one run;
+ * Knobs: CPU_RECEIVERS (comma-separated: gc_pk, gc_inbox, gc_wide, gc_seen, ingress, serve; `ingress@/dir`
+ * runs the build in another checkout, for before/after in one run; `serve` is every role in one
+ * process, the worker with the projection included, and counts what it stored, as ingress does;
  * `ingress+--flag` adds Node options), CPU_SECONDS, CPU_RUNS, CPU_PROF_DIR (every
  * receiver's process writes a --cpu-prof profile there).
  *
@@ -87,11 +88,12 @@ async function startIngress(
   root: string,
   name: string,
   nodeOptions?: string,
+  role: 'ingress' | 'all' = 'ingress',
 ): Promise<ChildProcess> {
   const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}/${name}`] : [];
   const child = spawn(
     process.execPath,
-    [...nodeArgs, path.join(root, 'bin/postroom.js'), 'serve', '--role', 'ingress', '--no-migrate', '--port', String(port)],
+    [...nodeArgs, path.join(root, 'bin/postroom.js'), 'serve', '--role', role, '--no-migrate', '--port', String(port)],
     {
       cwd: root,
       env: {
@@ -138,12 +140,13 @@ async function startGroupCommit(port: number, url: string, table: string, profDi
   return child;
 }
 
-/** `ingress`, `ingress@/other/root` (another build), `ingress+--v8-flag` (NODE_OPTIONS), or both. */
+/** `ingress` or `serve`, `…@/other/root` (another build), `…+--v8-flag` (NODE_OPTIONS), or both. */
 function startIngressKey(key: string, port: number, url: string, profDir: string | undefined): Promise<ChildProcess> {
   const [base, ...opts] = key.split('+');
   const at = base!.indexOf('@');
   const root = at === -1 ? ROOT : base!.slice(at + 1);
-  return startIngress(port, url, profDir, root, key.replace(/[^A-Za-z0-9_=-]/g, '_'), opts.join(' ') || undefined);
+  const role = base!.startsWith('serve') ? 'all' : 'ingress';
+  return startIngress(port, url, profDir, root, key.replace(/[^A-Za-z0-9_=-]/g, '_'), opts.join(' ') || undefined, role);
 }
 
 const keys = (process.env.CPU_RECEIVERS ?? 'gc_pk,gc_inbox,ingress').split(',');
@@ -193,9 +196,9 @@ async function prepareDatabase(): Promise<{ database: Rig['database']; setup: Ri
 }
 
 function startReceiver(key: string, port: number, url: string, refUrl: string): Promise<ChildProcess> {
-  if (key.startsWith('ingress')) return startIngressKey(key, port, url, profDir);
+  if (key.startsWith('ingress') || key.startsWith('serve')) return startIngressKey(key, port, url, profDir);
   const gc = GROUP_COMMITS[key];
-  if (!gc) throw new Error(`CPU_RECEIVERS: unknown receiver ${key}; use ${Object.keys(GROUP_COMMITS).join(', ')} or ingress`);
+  if (!gc) throw new Error(`CPU_RECEIVERS: unknown receiver ${key}; use ${Object.keys(GROUP_COMMITS).join(', ')} ingress or serve`);
   return startGroupCommit(port, refUrl, gc.mode, profDir);
 }
 
