@@ -100,6 +100,37 @@ describe.skipIf(!(await adminUrl()))('migrations from several replicas at once (
     expect(await tablesIn(db, db.schema)).toEqual(expect.arrayContaining(['inbox', 'postroom_migrations']));
     expect((await migrationStatus(db)).current).toBe(true);
   });
+
+  it('refuses to apply anything when its names would still resolve outside the schema', async () => {
+    const database = await createPostgresDatabase();
+    cleanups.push(database.drop);
+    const db = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
+    cleanups.push(() => db.close());
+    // Setting the path afresh does not reach the schema here: the statement is swapped for one that names public.
+    const unreachable: Db = {
+      ...db,
+      withAdvisoryLock: (name, fn, opts) =>
+        db.withAdvisoryLock(
+          name,
+          (session) =>
+            fn({
+              ...session,
+              transaction: (txFn) =>
+                session.transaction((tx) =>
+                  txFn({
+                    ...tx,
+                    exec: (sql) => tx.exec(sql.startsWith('SET LOCAL search_path') ? 'SET LOCAL search_path TO public' : sql),
+                  }),
+                ),
+            }),
+          opts,
+        ),
+    };
+    await expect(migrate(unreachable)).rejects.toMatchObject({ code: 'migration_schema_unresolved' });
+    expect(await tablesIn(db, 'public')).toEqual([]);
+    expect(await tablesIn(db, db.schema)).toEqual(['postroom_migrations']);
+    expect((await migrationStatus(db)).applied).toEqual([]);
+  });
 });
 
 async function tablesIn(db: Db, schema: string): Promise<string[]> {

@@ -6,6 +6,7 @@ import { inboxStats } from '../../src/inbox/count-queries.js';
 import { getInboxEvent, listInbox } from '../../src/inbox/read-queries.js';
 import { claimBatch, reapOrphanedAttempts } from '../../src/worker/claim-queries.js';
 import { takeBatch } from '../../src/worker/complete-queries.js';
+import type { Db, Sql } from '../../src/db/types.js';
 import { decideReplay } from '../../src/worker/replay.js';
 import { availableStoreKinds, openTestStore } from '../support/db.js';
 import { migrationsBefore } from '../support/migrations.js';
@@ -98,6 +99,30 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
     const all = [...returned.values()].flat();
     expect(new Set(all).size).toBe(all.length);
     expect(all.sort()).toEqual(events.map((e) => e.event_id).sort());
+  });
+
+  it('a claim whose returned events differ from the batch it recorded throws and leaves no batch behind', async () => {
+    const store = await openTestStore(kind);
+    cleanups.push(store.cleanup);
+    await insertEnvelopes(store.db, [acted('cor_x', 0), acted('cor_y', 1)]);
+    // The fault is injected into the result only: the batch row itself is written by Postgres as usual.
+    const dropsOneRow: Pick<Db, 'transaction'> = {
+      transaction: (fn) =>
+        store.db.transaction((tx) =>
+          fn({
+            ...tx,
+            query: async <R>(sql: Sql, params?: readonly unknown[]) => {
+              const res = await tx.query<R>(sql, params);
+              return typeof sql !== 'string' && sql.name.startsWith('postroom_claim_record_') ? { ...res, rows: res.rows.slice(1) } : res;
+            },
+          }),
+        ),
+    };
+    await expect(claimBatch(dropsOneRow, { workerId: 'w1', limit: 10, orderingHoldSeconds: 300 })).rejects.toMatchObject({
+      code: 'claim_inconsistent',
+    });
+    expect((await store.db.query('SELECT batch_id FROM inbox_attempts')).rows).toEqual([]);
+    expect((await claimBatch(store.db, { workerId: 'w2', limit: 10, orderingHoldSeconds: 300 }))!.events).toHaveLength(2);
   });
 
   it('the reaper counts no attempt for a batch younger than its lease, nor for one a live worker holds; a batch it took is not run', async () => {
