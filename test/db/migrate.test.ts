@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createPgDb } from '../../src/db/pg.js';
 import { DEFAULT_MIGRATIONS_DIR, migrate, migrationStatus, readMigrations } from '../../src/db/migrate.js';
 import { silentLogger } from '../../src/logging/logger.js';
-import type { Db } from '../../src/db/types.js';
+import type { Db, Session } from '../../src/db/types.js';
 import { adminUrl, availableStoreKinds, createPostgresDatabase, openTestStore } from '../support/db.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -74,26 +74,15 @@ describe.skipIf(!(await adminUrl()))('migrations from several replicas at once (
   // replica was creating the schema (seen in CI: one replica in four installed every table into
   // public). The race cannot be forced, so this session is given such a path outright.
   it('installs into its schema even when the migrating session resolves names as if the schema were absent', async () => {
-    const database = await createPostgresDatabase();
-    cleanups.push(database.drop);
-    const db = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
-    cleanups.push(() => db.close());
-    const stale: Db = {
-      ...db,
-      withAdvisoryLock: (name, fn, opts) =>
-        db.withAdvisoryLock(
-          name,
-          async (session) => {
-            await session.exec('SET search_path TO public');
-            try {
-              return await fn(session);
-            } finally {
-              await session.exec('RESET search_path');
-            }
-          },
-          opts,
-        ),
-    };
+    const db = await freshDb();
+    const stale = withLockSession(db, async (session, fn) => {
+      await session.exec('SET search_path TO public');
+      try {
+        return await fn(session);
+      } finally {
+        await session.exec('RESET search_path');
+      }
+    });
     const { applied } = await migrate(stale);
     expect(applied).toHaveLength(readMigrations().length);
     expect(await tablesIn(db, 'public')).toEqual([]);
@@ -102,36 +91,36 @@ describe.skipIf(!(await adminUrl()))('migrations from several replicas at once (
   });
 
   it('refuses to apply anything when its names would still resolve outside the schema', async () => {
-    const database = await createPostgresDatabase();
-    cleanups.push(database.drop);
-    const db = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
-    cleanups.push(() => db.close());
+    const db = await freshDb();
     // Setting the path afresh does not reach the schema here: the statement is swapped for one that names public.
-    const unreachable: Db = {
-      ...db,
-      withAdvisoryLock: (name, fn, opts) =>
-        db.withAdvisoryLock(
-          name,
-          (session) =>
-            fn({
-              ...session,
-              transaction: (txFn) =>
-                session.transaction((tx) =>
-                  txFn({
-                    ...tx,
-                    exec: (sql) => tx.exec(sql.startsWith('SET LOCAL search_path') ? 'SET LOCAL search_path TO public' : sql),
-                  }),
-                ),
-            }),
-          opts,
-        ),
-    };
+    const unreachable = withLockSession(db, (session, fn) =>
+      fn({
+        ...session,
+        transaction: (txFn) =>
+          session.transaction((tx) =>
+            txFn({ ...tx, exec: (sql) => tx.exec(sql.startsWith('SET LOCAL search_path') ? 'SET LOCAL search_path TO public' : sql) }),
+          ),
+      }),
+    );
     await expect(migrate(unreachable)).rejects.toMatchObject({ code: 'migration_schema_unresolved' });
     expect(await tablesIn(db, 'public')).toEqual([]);
     expect(await tablesIn(db, db.schema)).toEqual(['postroom_migrations']);
     expect((await migrationStatus(db)).applied).toEqual([]);
   });
 });
+
+async function freshDb(): Promise<Db> {
+  const database = await createPostgresDatabase();
+  cleanups.push(database.drop);
+  const db = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
+  cleanups.push(() => db.close());
+  return db;
+}
+
+/** The same store, with the migration lock's session passed through `around` first: a fault Postgres makes rarely, made every time. */
+function withLockSession(db: Db, around: <T>(session: Session, fn: (session: Session) => Promise<T>) => Promise<T>): Db {
+  return { ...db, withAdvisoryLock: (name, fn, opts) => db.withAdvisoryLock(name, (session) => around(session, fn), opts) };
+}
 
 async function tablesIn(db: Db, schema: string): Promise<string[]> {
   const res = await db.query<{ name: string }>(
