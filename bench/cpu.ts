@@ -5,7 +5,8 @@
  * Postgres backends used, from /proc, is divided by the rows it stored.
  * Knobs: CPU_RECEIVERS (comma-separated: gc_pk, gc_inbox, gc_wide, gc_seen, ingress, serve; `ingress@/dir`
  * runs the build in another checkout, for before/after in one run; `serve` is every role in one
- * process, the worker with the projection included, and counts what it stored, as ingress does;
+ * process, the worker with the projection included, and counts what it stored, as ingress does, with
+ * what it finished beside it (a change that slows the worker can raise the stored rate);
  * `ingress+--flag` adds Node options), CPU_SECONDS, CPU_RUNS, CPU_PROF_DIR (every
  * receiver's process writes a --cpu-prof profile there).
  *
@@ -163,6 +164,13 @@ if (slices > 0) {
 
 interface Measured {
   rate: number;
+  /**
+   * `serve` only: events finished per second of the slice. Its rate counts what it stored, and a change that
+   * slows its worker lets ingest run faster while the backlog grows, so a rate is read with this beside it.
+   */
+  processed?: number;
+  /** `serve` only: events stored and not finished when the slice ended. */
+  backlog?: number;
   proc: number;
   pgus: number;
   p99: number;
@@ -217,6 +225,14 @@ async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ 
   const p0 = new Map(backends.map((p) => [p, cpuSeconds(p)]));
   const w = await runWrk(`http://127.0.0.1:${rig.port}/webhooks`, file, { connections: 64, seconds });
   const c1 = cpuSeconds(rig.child.pid!);
+  // At once, in one snapshot: a worker that fell behind during the slice still shows its backlog here.
+  const serve = rig.key.startsWith('serve');
+  const counted = await rig.admin.query<{ n: string; finished: string | null }>(
+    `SELECT count(*) AS n, ${serve ? `count(*) FILTER (WHERE status IN ('processed', 'skipped'))` : 'NULL'} AS finished
+     FROM ${rig.setup.schema}.${rig.table}`,
+  );
+  const stored = Number(counted.rows[0]!.n);
+  const finished = serve ? Number(counted.rows[0]!.finished) : undefined;
   // A pool may have opened connections during the load (idle ones close between slices): all their time is in it.
   const after = (
     await rig.admin.query<{ pid: number }>(
@@ -232,7 +248,6 @@ async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ 
     if (end > 0 || !p0.has(pid)) pgSeconds += end - (p0.get(pid) ?? 0);
   }
   const t1 = threadSeconds(rig.child.pid!);
-  const stored = Number((await rig.admin.query<{ n: string }>(`SELECT count(*) AS n FROM ${rig.setup.schema}.${rig.table}`)).rows[0]!.n);
   if (w.requests > 0.95 * fileRequests)
     console.warn(`${rig.key}: sent ${w.requests} of ${fileRequests} cached requests; raise the file size`);
   const threads = [...t1]
@@ -242,13 +257,32 @@ async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ 
     .map(([name, us]) => `${name} ${us.toFixed(1)}`)
     .join(', ');
   return {
-    m: { rate: stored / w.durationS, proc: ((c1 - c0) / stored) * 1e6, pgus: (pgSeconds / stored) * 1e6, p99: w.p99Ms },
+    m: {
+      rate: stored / w.durationS,
+      ...(finished === undefined ? {} : { processed: finished / w.durationS, backlog: stored - finished }),
+      proc: ((c1 - c0) / stored) * 1e6,
+      pgus: (pgSeconds / stored) * 1e6,
+      p99: w.p99Ms,
+    },
     threads,
   };
 }
 
+function medians(ms: readonly Measured[]): Measured {
+  const processed = ms.flatMap((m) => (m.processed === undefined ? [] : [m.processed]));
+  const backlog = ms.flatMap((m) => (m.backlog === undefined ? [] : [m.backlog]));
+  return {
+    rate: median(ms.map((m) => m.rate)),
+    ...(processed.length > 0 ? { processed: median(processed), backlog: Math.round(median(backlog)) } : {}),
+    proc: median(ms.map((m) => m.proc)),
+    pgus: median(ms.map((m) => m.pgus)),
+    p99: median(ms.map((m) => m.p99)),
+  };
+}
+
 function line(key: string, label: string, m: Measured): string {
-  return `${key.padEnd(9)} ${label}: ${Math.round(m.rate)}/s  process ${m.proc.toFixed(1)} µs/event  postgres ${m.pgus.toFixed(1)} µs/event  p99 ${m.p99.toFixed(1)} ms`;
+  const processed = m.processed === undefined ? '' : ` (processed ${Math.round(m.processed)}/s, backlog ${m.backlog ?? '?'})`;
+  return `${key.padEnd(9)} ${label}: ${Math.round(m.rate)}/s${processed}  process ${m.proc.toFixed(1)} µs/event  postgres ${m.pgus.toFixed(1)} µs/event  p99 ${m.p99.toFixed(1)} ms`;
 }
 
 function load(): string {
@@ -298,8 +332,10 @@ async function alternate(): Promise<void> {
     for (const [k, ms] of all) {
       const ratio = (f: (m: Measured) => number) => median(ms.map((m, i) => f(m) / f(first[i]!))).toFixed(3);
       console.log(
-        `${line(k, 'median', { rate: median(ms.map((m) => m.rate)), proc: median(ms.map((m) => m.proc)), pgus: median(ms.map((m) => m.pgus)), p99: median(ms.map((m) => m.p99)) })}` +
-          `  | vs ${keys[0]}: rate ${ratio((m) => m.rate)}x  process ${ratio((m) => m.proc)}x  postgres ${ratio((m) => m.pgus)}x`,
+        `${line(k, 'median', medians(ms))}` +
+          `  | vs ${keys[0]}: rate ${ratio((m) => m.rate)}x` +
+          (ms[0]?.processed !== undefined && first[0]?.processed !== undefined ? `  processed ${ratio((m) => m.processed!)}x` : '') +
+          `  process ${ratio((m) => m.proc)}x  postgres ${ratio((m) => m.pgus)}x`,
       );
     }
   } finally {
@@ -342,13 +378,6 @@ async function oneAtATime(): Promise<void> {
     await database.drop();
   }
   for (const [k, rs] of results) {
-    console.log(
-      line(k, 'median', {
-        rate: median(rs.map((x) => x.rate)),
-        proc: median(rs.map((x) => x.proc)),
-        pgus: median(rs.map((x) => x.pgus)),
-        p99: median(rs.map((x) => x.p99)),
-      }),
-    );
+    console.log(line(k, 'median', medians(rs)));
   }
 }
