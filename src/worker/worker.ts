@@ -41,8 +41,9 @@ export interface Worker extends Component {
   readonly options: Readonly<WorkerOptions>;
   /**
    * Processes in the caller's own loop until no event is runnable right now
-   * (events waiting out a backoff are not). For scripts, tests and the
-   * embedded store; a started worker does the same continuously.
+   * (events waiting out a backoff are not) and no batch this worker's started
+   * loops hold is still uncommitted. For scripts, tests and the embedded
+   * store; a started worker does the same continuously.
    */
   drain(options?: { maxBatches?: number }): Promise<DrainResult>;
 }
@@ -66,6 +67,8 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
   let loops: Promise<void>[] = [];
   let unlisten: (() => Promise<void>) | undefined;
   let lastReapAt = 0;
+  // The claim-and-batch each started loop is running now: drain() waits for them (see drain).
+  const loopRuns = new Set<Promise<unknown>>();
   const sleepers = new Set<() => void>();
   // A notification that found every loop busy: the next loop about to sleep claims again instead.
   let wakePending = false;
@@ -228,7 +231,9 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     while (!stopping) {
       try {
         wakePending = false;
-        const outcomes = await runOnce();
+        const run = runOnce();
+        loopRuns.add(run);
+        const outcomes = await run.finally(() => loopRuns.delete(run));
         if (outcomes && outcomes.length >= options.batchSize) {
           // A full batch: there is likely more, so another loop claims alongside this one.
           wakeOne();
@@ -290,7 +295,13 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
       lastReapAt = 0;
       while (result.batches < max) {
         const outcomes = await runOnce();
-        if (!outcomes) break;
+        if (!outcomes) {
+          // Nothing to claim may mean a started loop holds the last batch: "drained" waits for its commit, then
+          // claims again, since that batch may have released later events of its correspondences.
+          if (loopRuns.size === 0) break;
+          await Promise.allSettled([...loopRuns]);
+          continue;
+        }
         result.batches++;
         for (const o of outcomes) result.by_status[o.completion.status] = (result.by_status[o.completion.status] ?? 0) + 1;
       }

@@ -99,6 +99,29 @@ describe.each(kinds)('worker lifecycle (%s)', (kind) => {
     expect(await countByStatus(store.db)).toEqual({ processed: 2 });
   });
 
+  it('drain() on a started worker returns only after the batch its own loop holds has committed', async () => {
+    const [a] = three();
+    await insertEnvelopes(store.db, [a!]);
+    const g = gate();
+    const postroom = make(OPTIONS);
+    postroom.on('participant.acted', async (event, ctx) => {
+      g.entered();
+      await g.opened;
+      await ctx.tx.query(EFFECT_SQL, [event.event_id, null, 0]);
+    });
+    await postroom.start();
+    // The loop holds the only event: drain's own claim finds nothing to take.
+    await g.reached;
+    let drained = false;
+    const draining = postroom.drain().then(() => (drained = true));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(drained).toBe(false);
+    g.open();
+    await draining;
+    expect(await inboxRow(store.db, a!.event_id)).toMatchObject({ status: 'processed', attempts: 1 });
+    expect((await store.db.query('SELECT count(*)::int AS n FROM effects')).rows[0]).toEqual({ n: 1 });
+  });
+
   it('reclaims the events of a worker that died after claiming, once its lease expires', async () => {
     const events = three();
     await insertEnvelopes(store.db, events);
