@@ -6,8 +6,17 @@
  * so an event in a worker's hands reads as `processing` everywhere.
  * inbox_attempts holds one row per batch in flight, and Postgres hashes this
  * subquery once per statement.
+ *
+ * Read through its primary key (`batch_id IS NOT NULL` holds for every row).
+ * The claim runs with sequential scans off, and a sequential read of this table
+ * was then priced as disabled, inside the ordering check that is costed once
+ * per candidate. Every plan of the claim looked disabled, the comparison
+ * between them meant nothing, and the planner took a bitmap scan of the whole
+ * backlog and a sort: the ordering check ran on every runnable event instead
+ * of only until the claim's limit (test/worker/plans.test.ts, "steady backlog").
  */
-export const inFlight = (alias = 'inbox'): string => `${alias}.event_id IN (SELECT unnest(a.event_ids) FROM inbox_attempts a)`;
+export const inFlight = (alias = 'inbox'): string =>
+  `${alias}.event_id IN (SELECT unnest(a.event_ids) FROM inbox_attempts a WHERE a.batch_id IS NOT NULL)`;
 
 /** The status to show for a row: `processing` while its batch is in flight. */
 export const shownStatus = (alias = 'inbox'): string =>
