@@ -138,7 +138,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
       concurrency: int(env, 'POSTROOM_WORKER_CONCURRENCY', 4, { min: 1, max: 256 }),
       maxAttempts: int(env, 'POSTROOM_MAX_ATTEMPTS', 10, { min: 1, max: 1000 }),
       orderingHoldSeconds: int(env, 'POSTROOM_ORDERING_HOLD_SECONDS', 300, { min: 0, max: 7 * 86_400 }),
-      batchSize: int(env, 'POSTROOM_WORKER_BATCH_SIZE', 100, { min: 1, max: 5000 }),
+      batchSize: int(env, 'POSTROOM_WORKER_BATCH_SIZE', 500, { min: 1, max: 5000 }),
       leaseSeconds: int(env, 'POSTROOM_WORKER_LEASE_SECONDS', 60, { min: 1, max: 86_400 }),
       pollIntervalMs: int(env, 'POSTROOM_WORKER_POLL_MS', 1000, { min: 10, max: 600_000 }),
       handlerTimeoutMs: int(env, 'POSTROOM_HANDLER_TIMEOUT_MS', 30_000, { min: 10, max: 3_600_000 }),

@@ -5,6 +5,10 @@ import { DEFAULT_RETRY_BACKOFF } from './backoff.js';
 export interface WorkerOptions {
   /** Parallel batch loops (each holds one connection while it runs a batch). */
   concurrency: number;
+  /**
+   * The most events one claim takes. A loop starts at 100 (or this, if lower) and
+   * claims more while events finish quickly (see claim-size.ts).
+   */
   batchSize: number;
   /** After this many attempts a failing event is `dead`. */
   maxAttempts: number;
@@ -22,7 +26,7 @@ export interface WorkerOptions {
 
 export const DEFAULT_WORKER_OPTIONS: WorkerOptions = {
   concurrency: 4,
-  batchSize: 100,
+  batchSize: 500,
   maxAttempts: 10,
   orderingHoldSeconds: 300,
   leaseSeconds: 60,

@@ -9,6 +9,7 @@ import { eventTypeLabel } from '../metrics/labels.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { EventError, reportEventError, type OnErrorHook } from '../events/event-error.js';
 import { claimBatch, reapExpiredLeases, reapOrphanedAttempts } from './claim-queries.js';
+import { createClaimSizer, type ClaimSizer } from './claim-size.js';
 import { DEFAULT_WORKER_OPTIONS, type WorkerOptions } from './options.js';
 import { processClaimed, type BatchContext, type EventOutcome } from './process-batch.js';
 
@@ -208,33 +209,40 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     }
   }
 
-  /** One claim and its batch; undefined when nothing was runnable. */
-  async function runOnce(): Promise<EventOutcome[] | undefined> {
+  /**
+   * One claim and its batch, sized by the loop's sizer; undefined when nothing
+   * was runnable. `full` when the claim took as many events as it asked for.
+   */
+  async function runOnce(sizer: ClaimSizer): Promise<{ outcomes: EventOutcome[]; full: boolean } | undefined> {
     await reapIfDue();
+    const limit = sizer.limit;
     const claimStarted = performance.now();
     const claimed = await claimBatch(db, {
       workerId: id,
-      limit: options.batchSize,
+      limit,
       orderingHoldSeconds: options.orderingHoldSeconds,
     });
     const batchStarted = performance.now();
     metrics?.workerClaimDuration.observe((batchStarted - claimStarted) / 1000);
     if (!claimed) return undefined;
     const outcomes = await processClaimed(batchContext, claimed);
-    metrics?.workerBatchDuration.observe((performance.now() - batchStarted) / 1000);
+    const elapsedMs = performance.now() - batchStarted;
+    metrics?.workerBatchDuration.observe(elapsedMs / 1000);
+    sizer.after({ claimed: claimed.events.length, limit, elapsedMs });
     record(outcomes);
     report(outcomes);
-    return outcomes;
+    return { outcomes, full: claimed.events.length >= limit };
   }
 
   async function loop(n: number): Promise<void> {
+    const sizer = createClaimSizer(options.batchSize);
     while (!stopping) {
       try {
         wakePending = false;
-        const run = runOnce();
+        const run = runOnce(sizer);
         loopRuns.add(run);
-        const outcomes = await run.finally(() => loopRuns.delete(run));
-        if (outcomes && outcomes.length >= options.batchSize) {
+        const ran = await run.finally(() => loopRuns.delete(run));
+        if (ran?.full) {
           // A full batch: there is likely more, so another loop claims alongside this one.
           wakeOne();
           continue;
@@ -293,9 +301,10 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
       const result: DrainResult = { by_status: {}, batches: 0 };
       const max = drainOptions.maxBatches ?? Number.POSITIVE_INFINITY;
       lastReapAt = 0;
+      const sizer = createClaimSizer(options.batchSize);
       while (result.batches < max) {
-        const outcomes = await runOnce();
-        if (!outcomes) {
+        const ran = await runOnce(sizer);
+        if (!ran) {
           // Nothing to claim may mean a started loop holds the last batch: "drained" waits for its commit, then
           // claims again, since that batch may have released later events of its correspondences.
           if (loopRuns.size === 0) break;
@@ -303,7 +312,7 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
           continue;
         }
         result.batches++;
-        for (const o of outcomes) result.by_status[o.completion.status] = (result.by_status[o.completion.status] ?? 0) + 1;
+        for (const o of ran.outcomes) result.by_status[o.completion.status] = (result.by_status[o.completion.status] ?? 0) + 1;
       }
       return result;
     },

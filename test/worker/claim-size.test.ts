@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createPostroom } from '../../src/app/postroom.js';
+import { BASE_CLAIM_SIZE, createClaimSizer, QUICK_EVENT_MS } from '../../src/worker/claim-size.js';
+import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
+import { countByStatus, envelope, insertEnvelopes } from './support.js';
+
+describe('claim sizing', () => {
+  const quick = (claimed: number, limit: number) => ({ claimed, limit, elapsedMs: claimed * QUICK_EVENT_MS * 0.5 });
+  const slow = (claimed: number, limit: number) => ({ claimed, limit, elapsedMs: claimed * QUICK_EVENT_MS * 2 });
+
+  it('starts at the base size and doubles after each full batch of quick events, up to the maximum', () => {
+    const sizer = createClaimSizer(500);
+    const limits = [sizer.limit];
+    for (let i = 0; i < 4; i++) {
+      sizer.after(quick(sizer.limit, sizer.limit));
+      limits.push(sizer.limit);
+    }
+    expect(limits).toEqual([BASE_CLAIM_SIZE, 200, 400, 500, 500]);
+  });
+
+  it('does not grow after a batch that was not full: the backlog was smaller than the claim', () => {
+    const sizer = createClaimSizer(500);
+    sizer.after(quick(40, 100));
+    expect(sizer.limit).toBe(100);
+  });
+
+  it('drops back to the base size after a batch of slow events, full or not', () => {
+    const sizer = createClaimSizer(500);
+    sizer.after(quick(100, 100));
+    sizer.after(quick(200, 200));
+    expect(sizer.limit).toBe(400);
+    sizer.after(slow(10, 400));
+    expect(sizer.limit).toBe(100);
+    sizer.after(slow(100, 100));
+    expect(sizer.limit).toBe(100);
+  });
+
+  it('never asks for more than a configured maximum below the base size', () => {
+    const sizer = createClaimSizer(10);
+    expect(sizer.limit).toBe(10);
+    sizer.after(quick(10, 10));
+    expect(sizer.limit).toBe(10);
+  });
+
+  it('ignores a claim that found nothing', () => {
+    const sizer = createClaimSizer(500);
+    sizer.after(quick(100, 100));
+    sizer.after({ claimed: 0, limit: 200, elapsedMs: 50 });
+    expect(sizer.limit).toBe(200);
+  });
+
+  it('rejects a maximum that is not a positive integer', () => {
+    expect(() => createClaimSizer(0)).toThrow(RangeError);
+    expect(() => createClaimSizer(2.5)).toThrow(RangeError);
+  });
+});
+
+describe.each(await availableStoreKinds())('claims grow with quick events and not with slow ones (%s)', (kind) => {
+  let store: TestStore;
+  beforeAll(async () => {
+    store = await openTestStore(kind);
+  });
+  beforeEach(async () => {
+    await store.db.exec('TRUNCATE inbox, correspondence_projection, participant_projection');
+  });
+  afterAll(async () => store?.cleanup());
+
+  const events = (n: number) =>
+    Array.from({ length: n }, (_, i) =>
+      envelope(
+        'participant.acted',
+        { correspondence_id: `cor_${i}`, participant_id: 'p', act: 'read', ref: 'r' },
+        new Date(Date.UTC(2026, 0, 1, 0, 0, i)),
+      ),
+    );
+
+  it('drains quick events in batches that grow past the base size', async () => {
+    await insertEnvelopes(store.db, events(1000));
+    const postroom = createPostroom({ db: store.db, worker: { concurrency: 1, listen: false } });
+    postroom.on('participant.acted', () => {});
+    const result = await postroom.drain();
+    expect(await countByStatus(store.db)).toEqual({ processed: 1000 });
+    // 100, 200, 400, 300 when every batch is quick; claims of a fixed 100 took ten.
+    expect(result.batches).toBeLessThan(10);
+  });
+
+  it('keeps batches of slow events at the base size', async () => {
+    await insertEnvelopes(store.db, events(250));
+    const postroom = createPostroom({ db: store.db, worker: { concurrency: 1, listen: false } });
+    postroom.on('participant.acted', () => new Promise((resolve) => setTimeout(resolve, QUICK_EVENT_MS + 1)));
+    const result = await postroom.drain();
+    expect(await countByStatus(store.db)).toEqual({ processed: 250 });
+    expect(result.batches).toBe(3);
+  });
+});
