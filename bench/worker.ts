@@ -150,7 +150,12 @@ export async function benchWorker(
     }
   };
   const fresh = await drainPostroom(0);
-  row(`postroom (projection on, ${concurrency} loops, batch 100)`, fresh.seconds, fresh.rssMiB, fresh.cpu);
+  row(
+    `postroom (projection on, ${concurrency} loops, batches ${process.env.BENCH_WORKER_BATCH_SIZE ? `of at most ${process.env.BENCH_WORKER_BATCH_SIZE}` : '100 growing to 500'})`,
+    fresh.seconds,
+    fresh.rssMiB,
+    fresh.cpu,
+  );
 
   // graphile-worker: the job queue a user would reach for, same count of no-op jobs, same concurrency;
   // at its defaults, then with its batching on. Each run gets a fresh database.

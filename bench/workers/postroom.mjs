@@ -20,7 +20,9 @@ const processed = async () =>
   (await watch.query(`SELECT coalesce(sum(n), 0)::int AS n FROM inbox_tally WHERE status = 'processed'`)).rows[0].n;
 
 const db = createPgDb({ url, poolSize: concurrency + 1, logger: silentLogger() });
-const postroom = createPostroom({ db, logger: silentLogger(), worker: { concurrency, batchSize: 100, pollIntervalMs: 20 } });
+// The product's claim sizing (100 growing to 500 while events are quick) unless BENCH_WORKER_BATCH_SIZE caps it.
+const batchSize = process.env.BENCH_WORKER_BATCH_SIZE ? { batchSize: Number(process.env.BENCH_WORKER_BATCH_SIZE) } : {};
+const postroom = createPostroom({ db, logger: silentLogger(), worker: { concurrency, pollIntervalMs: 20, ...batchSize } });
 postroom.on('participant.acted', async () => undefined);
 
 /** CPU seconds of a process on this machine, from /proc (0 once it has gone). */
