@@ -15,7 +15,9 @@
  * BASE_CLAIM_SIZE (or the configured maximum, if lower), doubles its claim
  * after a full batch whose events took at most QUICK_EVENT_MS each, up to
  * the configured maximum, and drops back to the start after any batch whose
- * events were slower than that.
+ * events were slower than that. A grown batch whose events turn slow gives
+ * back its events past BASE_CLAIM_SIZE instead of running them (process-batch.ts),
+ * so it never runs more slow events in a row than a claim of the base size.
  */
 export const BASE_CLAIM_SIZE = 100;
 export const QUICK_EVENT_MS = 2;
@@ -23,8 +25,11 @@ export const QUICK_EVENT_MS = 2;
 export interface ClaimSizer {
   /** The limit for the next claim. */
   readonly limit: number;
-  /** Told of each batch once it has committed: how many events it claimed and how long they took. */
-  after(batch: { claimed: number; limit: number; elapsedMs: number }): void;
+  /**
+   * Told of each batch once it has committed: how many events it claimed, how
+   * many of them it ran (not given back), and how long the batch took.
+   */
+  after(batch: { claimed: number; ran: number; limit: number; elapsedMs: number }): void;
 }
 
 export function createClaimSizer(maxClaimSize: number): ClaimSizer {
@@ -36,9 +41,9 @@ export function createClaimSizer(maxClaimSize: number): ClaimSizer {
     get limit() {
       return limit;
     },
-    after({ claimed, limit: used, elapsedMs }) {
+    after({ claimed, ran, limit: used, elapsedMs }) {
       if (claimed === 0) return;
-      if (elapsedMs > claimed * QUICK_EVENT_MS) limit = base;
+      if (elapsedMs > Math.max(ran, 1) * QUICK_EVENT_MS) limit = base;
       else if (claimed >= used) limit = Math.min(maxClaimSize, used * 2);
     },
   };

@@ -5,6 +5,7 @@ import { validateEvent, type ValidatedEvent } from '../events/validate.js';
 import type { Logger } from '../logging/logger.js';
 import { applyToProjection } from '../projection/apply.js';
 import { backoffDelay } from '../backoff.js';
+import { BASE_CLAIM_SIZE, QUICK_EVENT_MS } from './claim-size.js';
 import { withEqualJitter } from './backoff.js';
 import type { ClaimedBatch, ClaimedEvent } from './claim-queries.js';
 import { completeEvents, takeBatch, takeOneOfBatch, type Completion } from './complete-queries.js';
@@ -99,8 +100,15 @@ async function runBatch<Api>(bc: BatchContext<Api>, tx: Queryable, entries: read
     entries.flatMap((e) => (e.validated.kind === 'known' ? [e.validated.event] : [])),
   );
 
+  // A claim grows past BASE_CLAIM_SIZE only after quick batches (claim-size.ts). If this one's events turn out
+  // slow, the part past that size is given back rather than run one after another here: it goes back to the
+  // queue, its attempts uncounted, for claims of the base size that the other loops run side by side.
+  const started = performance.now();
   const outcomes: EventOutcome[] = [];
-  for (const entry of entries) outcomes.push(await runOne(bc, tx, entry, held));
+  for (const [i, entry] of entries.entries()) {
+    const giveBack = i >= BASE_CLAIM_SIZE && performance.now() - started > i * QUICK_EVENT_MS;
+    outcomes.push(await runOne(bc, tx, entry, held, giveBack));
+  }
 
   const finishedWithCorrespondence = outcomes.some(
     (o) => o.row.correspondence_id !== null && o.completion.status !== 'failed' && o.completion.attemptsDelta === 0,
@@ -113,7 +121,7 @@ async function runBatch<Api>(bc: BatchContext<Api>, tx: Queryable, entries: read
   return outcomes;
 }
 
-async function runOne<Api>(bc: BatchContext<Api>, tx: Queryable, entry: Entry, held: Set<string>): Promise<EventOutcome> {
+async function runOne<Api>(bc: BatchContext<Api>, tx: Queryable, entry: Entry, held: Set<string>, giveBack = false): Promise<EventOutcome> {
   const { row, validated } = entry;
   const done = (completion: Omit<Completion, 'eventId'>, handlerRun?: HandlerRun): EventOutcome => ({
     row,
@@ -132,7 +140,7 @@ async function runOne<Api>(bc: BatchContext<Api>, tx: Queryable, entry: Entry, h
     );
     return done({ status: 'quarantined', error: validated.reason, retryInMs: null, attemptsDelta: 0 });
   }
-  if ((row.correspondence_id !== null && held.has(row.correspondence_id)) || bc.stopping()) return release();
+  if ((row.correspondence_id !== null && held.has(row.correspondence_id)) || bc.stopping() || giveBack) return release();
 
   const handlers = bc.registry.handlersFor(validated.kind, row.type);
   if (handlers.length === 0) {

@@ -228,7 +228,8 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     const outcomes = await processClaimed(batchContext, claimed);
     const elapsedMs = performance.now() - batchStarted;
     metrics?.workerBatchDuration.observe(elapsedMs / 1000);
-    sizer.after({ claimed: claimed.events.length, limit, elapsedMs });
+    const ran = outcomes.filter((o) => o.completion.attemptsDelta === 0).length;
+    sizer.after({ claimed: claimed.events.length, ran, limit, elapsedMs });
     record(outcomes);
     report(outcomes);
     return { outcomes, full: claimed.events.length >= limit };

@@ -5,8 +5,8 @@ import { availableStoreKinds, openTestStore, type TestStore } from '../support/d
 import { countByStatus, envelope, insertEnvelopes } from './support.js';
 
 describe('claim sizing', () => {
-  const quick = (claimed: number, limit: number) => ({ claimed, limit, elapsedMs: claimed * QUICK_EVENT_MS * 0.5 });
-  const slow = (claimed: number, limit: number) => ({ claimed, limit, elapsedMs: claimed * QUICK_EVENT_MS * 2 });
+  const quick = (claimed: number, limit: number) => ({ claimed, ran: claimed, limit, elapsedMs: claimed * QUICK_EVENT_MS * 0.5 });
+  const slow = (claimed: number, limit: number) => ({ claimed, ran: claimed, limit, elapsedMs: claimed * QUICK_EVENT_MS * 2 });
 
   it('starts at the base size and doubles after each full batch of quick events, up to the maximum', () => {
     const sizer = createClaimSizer(500);
@@ -35,6 +35,14 @@ describe('claim sizing', () => {
     expect(sizer.limit).toBe(100);
   });
 
+  it('counts the time per event it ran: a batch that gave most of its events back was slow', () => {
+    const sizer = createClaimSizer(500);
+    sizer.after(quick(100, 100));
+    // 100 events of 3 ms ran and 100 were given back: 1.5 ms per claimed event, 3 ms per event run.
+    sizer.after({ claimed: 200, ran: 100, limit: 200, elapsedMs: 300 });
+    expect(sizer.limit).toBe(100);
+  });
+
   it('never asks for more than a configured maximum below the base size', () => {
     const sizer = createClaimSizer(10);
     expect(sizer.limit).toBe(10);
@@ -45,7 +53,7 @@ describe('claim sizing', () => {
   it('ignores a claim that found nothing', () => {
     const sizer = createClaimSizer(500);
     sizer.after(quick(100, 100));
-    sizer.after({ claimed: 0, limit: 200, elapsedMs: 50 });
+    sizer.after({ claimed: 0, ran: 0, limit: 200, elapsedMs: 50 });
     expect(sizer.limit).toBe(200);
   });
 
@@ -54,6 +62,9 @@ describe('claim sizing', () => {
     expect(() => createClaimSizer(2.5)).toThrow(RangeError);
   });
 });
+
+/** Well past QUICK_EVENT_MS: a timer can fire up to a millisecond early. */
+const SLOW_EVENT_MS = QUICK_EVENT_MS * 3;
 
 describe.each(await availableStoreKinds())('claims grow with quick events and not with slow ones (%s)', (kind) => {
   let store: TestStore;
@@ -84,10 +95,30 @@ describe.each(await availableStoreKinds())('claims grow with quick events and no
     expect(result.batches).toBeLessThan(10);
   });
 
+  it('gives back the part of a grown batch past the base size once its events turn slow, without counting an attempt', async () => {
+    await insertEnvelopes(store.db, events(300));
+    const postroom = createPostroom({ db: store.db, worker: { concurrency: 1, listen: false } });
+    let calls = 0;
+    // The first claim's 100 events are quick, so the next claim asks for 200; then every event is slow.
+    postroom.on('participant.acted', () => (++calls <= 100 ? undefined : new Promise((resolve) => setTimeout(resolve, SLOW_EVENT_MS))));
+    const result = await postroom.drain();
+    expect(await countByStatus(store.db)).toEqual({ processed: 300 });
+    // Claims of 100, 200 (100 run, 100 given back) and 100: the given-back events ran later, once each.
+    expect({ givenBack: result.by_status.received, handlerCalls: calls, batches: result.batches }).toEqual({
+      givenBack: 100,
+      handlerCalls: 300,
+      batches: 3,
+    });
+    const attempts = await store.db.query<{ attempts: number; n: number }>(
+      'SELECT attempts, count(*)::int AS n FROM inbox GROUP BY attempts',
+    );
+    expect(attempts.rows.map((r) => [Number(r.attempts), Number(r.n)])).toEqual([[1, 300]]);
+  });
+
   it('keeps batches of slow events at the base size', async () => {
     await insertEnvelopes(store.db, events(250));
     const postroom = createPostroom({ db: store.db, worker: { concurrency: 1, listen: false } });
-    postroom.on('participant.acted', () => new Promise((resolve) => setTimeout(resolve, QUICK_EVENT_MS + 1)));
+    postroom.on('participant.acted', () => new Promise((resolve) => setTimeout(resolve, SLOW_EVENT_MS)));
     const result = await postroom.drain();
     expect(await countByStatus(store.db)).toEqual({ processed: 250 });
     expect(result.batches).toBe(3);
