@@ -290,9 +290,10 @@ function nodesOf(node: PlanNode, out: PlanNode[] = []): PlanNode[] {
  * row) on every runnable event before taking the first hundred: about 1,800
  * buffers per claim for a backlog of 800, against 560 walking the order. The
  * cause was the claim's own `enable_seqscan = off`: it also priced the read of
- * inbox_attempts (a handful of rows, read whole) as disabled, and the
- * ordering check that contains it, once per row, so the plan that runs that
- * check least often looked dearest.
+ * inbox_attempts (a handful of rows, read whole) as disabled, inside the
+ * ordering check that is costed once per row, so every plan of the claim
+ * looked disabled and the comparison between them meant nothing
+ * (src/inbox/in-flight.ts).
  */
 describe.each(await availableStoreKinds())('the claim on a steady backlog with fresh statistics on %s', (kind) => {
   let store: TestStore;
