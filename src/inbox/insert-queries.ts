@@ -23,21 +23,29 @@ import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
  * Prepared (named()): parsing and planning this statement cost Postgres about
  * 0.2 ms per flush, 3.4 µs per row of a 64-row flush and twice that at the
  * ~32 rows a flush holds at 64 connections (docs/benchmarks.md, stop 23).
+ *
+ * A delivery's kept headers (accept.ts) nearly always hold the event id and type
+ * that ingress has just checked against the signed body, beside a content type
+ * and a user agent. Such a row keeps only those two, in their own columns, and
+ * readers build the headers back (migrations/010_inbox_delivery_columns.sql).
+ * Any other set of headers goes in headers, as JSON.
  */
 const INSERT_BATCH_SQL = named(
   'insert_batch',
   `
 WITH inserted AS (
-  INSERT INTO inbox (event_id, type, occurred_at, payload, raw_body, signature_header,
-                     headers, endpoint_id, source, correspondence_id, secret_index, status, last_error)
+  INSERT INTO inbox (event_id, type, occurred_at, payload, raw_body, signature_header, headers,
+                     delivery_content_type, delivery_user_agent,
+                     endpoint_id, source, correspondence_id, secret_index, status, last_error)
   SELECT b.event_id, b.type, b.occurred_at, b.payload::jsonb,
          CASE WHEN b.raw_length IS NOT NULL THEN substring($16::bytea FROM b.raw_start FOR b.raw_length) END,
-         b.signature_header, b.headers::jsonb, b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error
+         b.signature_header, b.headers::jsonb, b.content_type, b.user_agent,
+         b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error
   FROM unnest(
     $1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int4[], $7::text[],
-    $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[]
+    $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[], $17::text[], $18::text[]
   ) AS b(event_id, type, occurred_at, payload, raw_start, raw_length, signature_header,
-         headers, endpoint_id, source, correspondence_id, secret_index, status, last_error)
+         headers, endpoint_id, source, correspondence_id, secret_index, status, last_error, content_type, user_agent)
   ON CONFLICT (event_id) DO NOTHING
   RETURNING event_id
 ),
@@ -48,11 +56,34 @@ SELECT counted.n,
 FROM counted`,
 );
 
+/**
+ * The content type and user agent (either may be absent, not both) of headers that hold only those
+ * and the two delivery id headers, with the row's own id and type; undefined for any other set,
+ * which is kept as JSON.
+ */
+function usualHeaders(
+  eventId: string,
+  type: string,
+  headers: Readonly<Record<string, string>>,
+): { contentType: string | undefined; userAgent: string | undefined } | undefined {
+  let count = 0;
+  for (const name in headers) {
+    if (!Object.prototype.hasOwnProperty.call(headers, name)) return undefined;
+    count++;
+  }
+  if (headers['x-service-event-id'] !== eventId || headers['x-service-event-type'] !== type) return undefined;
+  const contentType = headers['content-type'];
+  const userAgent = headers['user-agent'];
+  const others = (contentType === undefined ? 0 : 1) + (userAgent === undefined ? 0 : 1);
+  if (others === 0 || count !== 2 + others) return undefined;
+  return { contentType, userAgent };
+}
+
 /** Inserts events (unique ids expected) and returns the set of ids that were new. */
 export async function insertInboxBatch(q: Queryable, events: readonly NewInboxEvent[]): Promise<Set<string>> {
   if (events.length === 0) return new Set();
   const n = events.length;
-  const cols: ArrayElement[][] = Array.from({ length: 14 }, () => new Array<ArrayElement>(n));
+  const cols: ArrayElement[][] = Array.from({ length: 16 }, () => new Array<ArrayElement>(n));
   const bodies: Uint8Array[] = [];
   // 1-based, as substring counts.
   let start = 1;
@@ -69,7 +100,10 @@ export async function insertInboxBatch(q: Queryable, events: readonly NewInboxEv
       start += e.rawBody.length;
     }
     cols[6]![i] = e.signatureHeader;
-    cols[7]![i] = e.headers ? JSON.stringify(e.headers) : null;
+    const usual = e.headers ? usualHeaders(e.eventId, e.type, e.headers) : undefined;
+    cols[7]![i] = usual || !e.headers ? null : JSON.stringify(e.headers);
+    cols[14]![i] = usual?.contentType ?? null;
+    cols[15]![i] = usual?.userAgent ?? null;
     cols[8]![i] = e.endpointId;
     cols[9]![i] = e.source;
     cols[10]![i] = e.correspondenceId;
@@ -78,9 +112,11 @@ export async function insertInboxBatch(q: Queryable, events: readonly NewInboxEv
     cols[13]![i] = e.lastError;
   }
   const res = await q.query<{ n: number; ids: string[] | null }>(INSERT_BATCH_SQL, [
-    ...cols.map(arrayLiteral),
+    ...cols.slice(0, 14).map(arrayLiteral),
     n,
     Buffer.concat(bodies, start - 1),
+    arrayLiteral(cols[14]!),
+    arrayLiteral(cols[15]!),
   ]);
   const ids = res.rows[0]?.ids;
   return ids ? new Set(ids) : new Set(events.map((e) => e.eventId));

@@ -24,9 +24,19 @@ export async function listInbox(q: Queryable, filter: ListFilter): Promise<Inbox
   return res.rows;
 }
 
+/**
+ * A row's kept delivery headers, however they were stored: the usual ones as two columns (a header
+ * that was not sent is NULL there, and left out) beside the row's own event_id and type, any other
+ * set as JSON (insert-queries.ts). Header values are never null, so stripping nulls drops only those.
+ */
+const HEADERS = `CASE WHEN headers IS NULL AND (delivery_content_type IS NOT NULL OR delivery_user_agent IS NOT NULL)
+  THEN jsonb_strip_nulls(jsonb_build_object('content-type', delivery_content_type, 'user-agent', delivery_user_agent,
+                                            'x-service-event-id', event_id, 'x-service-event-type', type))
+  ELSE headers END AS headers`;
+
 export async function getInboxEvent(q: Queryable, eventId: string): Promise<InboxDetail | undefined> {
   const res = await q.query<InboxDetail & { raw_body: Uint8Array | null }>(
-    `SELECT ${RECORD_COLUMNS}, payload, headers, secret_index, locked_by, locked_until, pruned_at,
+    `SELECT ${RECORD_COLUMNS}, payload, ${HEADERS}, secret_index, locked_by, locked_until, pruned_at,
             octet_length(raw_body) AS raw_body_bytes, CASE WHEN payload IS NULL THEN raw_body END AS raw_body
      FROM inbox WHERE event_id = $1`,
     [eventId],
