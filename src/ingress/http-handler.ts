@@ -66,7 +66,7 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
   // Hot children (src/metrics/hot.ts): prom-client's own inc()/observe() hash the labels on every call.
   // Looked up by outcome alone on the paths every delivery takes (no reason), so no key is built for them.
   const children = new Map<string, { requests: HotCounterChild; ack: HotHistogramChild }>();
-  const record = (outcome: string, reason: string, startedAt: bigint): void => {
+  const record = (outcome: string, reason: string, startedAt: number): void => {
     if (!metrics) return;
     const key = reason === '' ? outcome : `${outcome}\u0000${reason}`;
     let c = children.get(key);
@@ -75,19 +75,24 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
       children.set(key, c);
     }
     c.requests.inc();
-    c.ack.observe(Number(process.hrtime.bigint() - startedAt) / 1e9);
+    c.ack.observe((performance.now() - startedAt) / 1000);
   };
+  const secretChildren = new Map<string, HotCounterChild>();
   const countSecret = (label: string): void => {
-    metrics?.secretMatches.hot({ secret: label }).inc();
+    if (!metrics) return;
+    let c = secretChildren.get(label);
+    if (!c) secretChildren.set(label, (c = metrics.secretMatches.hot({ secret: label })));
+    c.inc();
   };
+  const skew = metrics?.clockSkew.hot();
   const skewAbs = metrics?.clockSkewAbs.hot();
-  const observeSkew = (skew: number): void => {
-    metrics?.clockSkew.set(skew);
-    skewAbs?.observe(Math.abs(skew));
+  const observeSkew = (seconds: number): void => {
+    skew?.set(seconds);
+    skewAbs?.observe(Math.abs(seconds));
   };
 
   return async (req, res, endpointId) => {
-    const startedAt = process.hrtime.bigint();
+    const startedAt = performance.now();
     if (endpointId !== undefined && !ENDPOINT_ID.test(endpointId)) {
       record('bad_request', 'endpoint_id', startedAt);
       sendJson(res, 404, errorBody('unknown_endpoint', 'No webhook route for that endpoint id.'));

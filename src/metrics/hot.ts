@@ -1,4 +1,4 @@
-import { Counter, Histogram, type CounterConfiguration, type HistogramConfiguration } from 'prom-client';
+import { Counter, Gauge, Histogram, type CounterConfiguration, type GaugeConfiguration, type HistogramConfiguration } from 'prom-client';
 
 /** A label set, as prom-client takes one. */
 export type MetricLabels<T extends string> = Partial<Record<T, string | number>>;
@@ -78,6 +78,65 @@ export class HotCounter<T extends string = string> extends Counter<T> {
       this.inc(slot.labels, slot.n);
       slot.n = 0;
     }
+  }
+}
+
+/** Sets the value; the last one set reaches the series at the metric's next read. */
+export interface HotGaugeChild {
+  set(value: number): void;
+}
+
+/**
+ * An unlabelled prom-client Gauge whose hot() child sets a plain number: prom-client's own set()
+ * validates and hashes an (empty) label set on every call, once per request on the ingest path.
+ * A direct set(), inc() or dec() applies the pending value first, so the last call wins as before.
+ */
+export class HotGauge<T extends string = string> extends Gauge<T> {
+  private pending: number | undefined;
+
+  constructor(config: GaugeConfiguration<T>) {
+    super(foldOnCollect(config, (metric) => (metric as HotGauge<T>).fold()));
+  }
+
+  hot(): HotGaugeChild {
+    return {
+      set: (value) => {
+        this.pending = value;
+      },
+    };
+  }
+
+  override set(value: number): void;
+  override set(labels: MetricLabels<T>, value: number): void;
+  override set(...args: unknown[]): void {
+    this.fold();
+    (super.set as (...a: unknown[]) => void).apply(this, args);
+  }
+
+  override inc(value?: number): void;
+  override inc(labels: MetricLabels<T>, value?: number): void;
+  override inc(...args: unknown[]): void {
+    this.fold();
+    (super.inc as (...a: unknown[]) => void).apply(this, args);
+  }
+
+  override dec(value?: number): void;
+  override dec(labels: MetricLabels<T>, value?: number): void;
+  override dec(...args: unknown[]): void {
+    this.fold();
+    (super.dec as (...a: unknown[]) => void).apply(this, args);
+  }
+
+  override reset(): void {
+    super.reset();
+    this.pending = undefined;
+  }
+
+  private fold(): void {
+    const value = this.pending;
+    if (value === undefined) return;
+    this.pending = undefined;
+    super.set(value);
   }
 }
 

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { HotCounter, HotHistogram } from './hot.js';
+import { HotCounter, HotGauge, HotHistogram } from './hot.js';
 import { EVENT_TYPE_LABELS } from './labels.js';
 
 export { EVENT_TYPE_LABELS };
@@ -60,7 +60,7 @@ export function createMetrics(options: MetricsOptions = {}) {
       labelNames: ['secret'],
       registers: r,
     }),
-    clockSkew: new Gauge({
+    clockSkew: new HotGauge({
       name: 'postroom_ingress_clock_skew_seconds',
       help: 'Last observed skew: our clock minus the signature timestamp.',
       registers: r,

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { HotCounter, HotHistogram } from '../../src/metrics/hot.js';
+import { HotCounter, HotGauge, HotHistogram } from '../../src/metrics/hot.js';
 
 const BUCKETS = [0.001, 0.005, 0.01, 0.5, 1, 5];
 const LABEL_SETS = [{ outcome: 'accepted' }, { outcome: 'duplicate' }, { outcome: 'invalid_signature' }] as const;
@@ -101,6 +101,37 @@ describe('hot metrics', () => {
           } else {
             plain.inc(labels);
             hot.inc(labels);
+          }
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a hot gauge exposes exactly what prom-client shows for the same sets, direct sets, increments and resets', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { maxLength: 60 }), async (steps) => {
+        const plainRegistry = new Registry();
+        const hotRegistry = new Registry();
+        const config = { name: 'x_seconds', help: 'x' };
+        const plain = new Gauge({ ...config, registers: [plainRegistry] });
+        const hot = new HotGauge({ ...config, registers: [hotRegistry] });
+        const child = hot.hot();
+        // The last call wins, whichever way it came: the steps mix the hot child with direct set, inc and dec.
+        await play(steps, { hot: hotRegistry, plain: plainRegistry }, [plain, hot], (s) => {
+          const value = s.set === 0 ? -s.value : s.value;
+          if (s.kind === 'hot') {
+            plain.set(value);
+            child.set(value);
+          } else if (s.set === 1) {
+            plain.inc(value);
+            hot.inc(value);
+          } else if (s.set === 2) {
+            plain.dec(value);
+            hot.dec(value);
+          } else {
+            plain.set(value);
+            hot.set(value);
           }
         });
       }),
