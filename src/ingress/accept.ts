@@ -4,6 +4,7 @@ import type { InboxWriter } from '../inbox/group-commit.js';
 import type { InsertOutcome } from '../inbox/types.js';
 import type { Logger } from '../logging/logger.js';
 import { verifySignature, type SignatureFailureReason, type SignedPayloadScheme } from '../signature/index.js';
+import { createAckDeadline } from './ack-deadline.js';
 import { parseEnvelope } from './envelope.js';
 import type { SecretProvider, SecretSet } from '../secrets/secret-provider.js';
 
@@ -53,6 +54,7 @@ function single(h: string | string[] | undefined): string | undefined {
  */
 export function createIngressCore(options: IngressCoreOptions): IngressCore {
   const { writer, logger } = options;
+  const ackWithin = createAckDeadline(options.ackTimeoutMs);
 
   return {
     async accept({ rawBody, headers, endpointId }) {
@@ -123,23 +125,10 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
       });
 
       try {
-        // One promise for the write or the ack budget, whichever ends first (cheaper than Promise.race per request).
-        const result = await new Promise<InsertOutcome | 'timeout'>((resolve, reject) => {
-          const timer = setTimeout(() => resolve('timeout'), options.ackTimeoutMs);
-          write.then(
-            (r) => {
-              clearTimeout(timer);
-              resolve(r);
-            },
-            (err: unknown) => {
-              clearTimeout(timer);
-              reject(err);
-            },
-          );
-        });
+        // The write or the ack budget, whichever ends first (one timer for all requests: ack-deadline.ts).
+        const result: InsertOutcome | 'timeout' = await ackWithin(write);
         if (result === 'timeout') {
           // The write may still commit; the sender's retry will then be a duplicate. Never 2xx before the commit.
-          write.catch(() => undefined);
           logger.warn(
             { event_id: envelope.eventId, ack_timeout_ms: options.ackTimeoutMs },
             'store slower than the ack budget; answering 503',

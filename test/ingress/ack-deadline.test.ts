@@ -1,0 +1,111 @@
+import fc from 'fast-check';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createAckDeadline } from '../../src/ingress/ack-deadline.js';
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve: (v: T) => void;
+  reject: (e: unknown) => void;
+}
+function deferred<T>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+describe('the ack budget on one timer', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('answers each request with its write, or with timeout exactly one budget after it arrived', async () => {
+    const race = createAckDeadline(1000, () => Date.now());
+    const settled: Array<[string, unknown, number]> = [];
+    const start = Date.now();
+    const track = (name: string, p: Promise<unknown>) =>
+      p.then(
+        (v) => settled.push([name, v, Date.now() - start]),
+        (e: unknown) => settled.push([name, (e as Error).message, Date.now() - start]),
+      );
+
+    const a = deferred<string>();
+    void track('a', race(a.promise));
+    await vi.advanceTimersByTimeAsync(100);
+    const b = deferred<string>();
+    void track('b', race(b.promise));
+    await vi.advanceTimersByTimeAsync(150);
+    const c = deferred<string>();
+    void track('c', race(c.promise));
+    const d = deferred<string>();
+    void track('d', race(d.promise));
+
+    await vi.advanceTimersByTimeAsync(50); // t = 300
+    b.resolve('accepted');
+    d.reject(new Error('store down'));
+    await vi.advanceTimersByTimeAsync(0);
+    // One timer serves them all.
+    expect(vi.getTimerCount()).toBe(1);
+
+    await vi.advanceTimersByTimeAsync(699); // t = 999: nothing has run out yet
+    expect(settled).toEqual([
+      ['b', 'accepted', 300],
+      ['d', 'store down', 300],
+    ]);
+    await vi.advanceTimersByTimeAsync(1); // t = 1000: a's budget
+    expect(settled.at(-1)).toEqual(['a', 'timeout', 1000]);
+    a.resolve('accepted'); // too late: already answered
+    await vi.advanceTimersByTimeAsync(249); // t = 1249
+    expect(settled).toHaveLength(3);
+    await vi.advanceTimersByTimeAsync(1); // t = 1250: c's budget
+    expect(settled.at(-1)).toEqual(['c', 'timeout', 1250]);
+    expect(vi.getTimerCount()).toBe(0);
+    c.reject(new Error('late')); // ignored, and not an unhandled rejection
+    await vi.advanceTimersByTimeAsync(10);
+    expect(settled).toHaveLength(4);
+  });
+
+  it('gives every request the earlier of its write and its own deadline, whatever the arrivals and finishes', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ arriveAfter: fc.nat(300), takes: fc.option(fc.nat(1500), { nil: undefined }) }), {
+          minLength: 1,
+          maxLength: 40,
+        }),
+        fc.integer({ min: 1, max: 1000 }),
+        async (requests, budget) => {
+          vi.useFakeTimers();
+          const t0 = Date.now();
+          const race = createAckDeadline(budget, () => Date.now());
+          const results: Array<{ value: unknown; at: number } | undefined> = requests.map(() => undefined);
+          const arrivals: number[] = [];
+          for (const [i, r] of requests.entries()) {
+            await vi.advanceTimersByTimeAsync(r.arriveAfter);
+            arrivals.push(Date.now() - t0);
+            const write = deferred<string>();
+            // A write that never finishes (undefined) is the store hanging.
+            if (r.takes !== undefined) setTimeout(() => write.resolve(`done ${i}`), r.takes);
+            void race(write.promise).then((value) => (results[i] = { value, at: Date.now() - t0 }));
+          }
+          await vi.advanceTimersByTimeAsync(3000);
+          for (const [i, r] of requests.entries()) {
+            const finishes = r.takes === undefined ? Infinity : arrivals[i]! + r.takes;
+            const deadline = arrivals[i]! + budget;
+            // A write finishing at its deadline's very moment may go either way; nothing else may.
+            if (finishes === deadline) expect(results[i]!.at).toBe(deadline);
+            else if (finishes < deadline) expect(results[i]).toEqual({ value: `done ${i}`, at: finishes });
+            else expect(results[i]).toEqual({ value: 'timeout', at: deadline });
+          }
+          expect(vi.getTimerCount()).toBe(0);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+});
