@@ -73,7 +73,15 @@ export { ForwardError, HandlerInterruptedError, HandlerTimeoutError, HandlerTran
 export { createLogger, silentLogger, type Logger, type LoggerOptions } from './logging/logger.js';
 export type { Clock } from './clock.js';
 export { createMetrics, type Metrics, type MetricsOptions } from './metrics/metrics.js';
-export { HotCounter, HotHistogram, type HotCounterChild, type HotHistogramChild, type MetricLabels } from './metrics/hot.js';
+export {
+  HotCounter,
+  HotGauge,
+  HotHistogram,
+  type HotCounterChild,
+  type HotGaugeChild,
+  type HotHistogramChild,
+  type MetricLabels,
+} from './metrics/hot.js';
 
 // The service API client.
 export {
