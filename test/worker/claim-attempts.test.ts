@@ -172,7 +172,13 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
     await migrate(store.db, { dir: migrationsBefore(8, cleanups) });
     const held = acted('cor_old', 0);
     const waiting = acted('cor_new', 1);
-    await insertEnvelopes(store.db, [held, waiting]);
+    // Written as that version wrote them, in the columns its schema had (this build's insert names later ones).
+    for (const e of [held, waiting]) {
+      await store.db.query(
+        `INSERT INTO inbox (event_id, type, occurred_at, payload, correspondence_id, source) VALUES ($1, $2, $3, $4::jsonb, $5, 'webhook')`,
+        [e.event_id, e.type, e.at, JSON.stringify(e), e.data.correspondence_id],
+      );
+    }
     // A worker of the earlier version claimed one event and was stopped for the upgrade.
     await store.db.query(
       `UPDATE inbox SET status = 'processing', attempts = 1, locked_by = 'old-worker', locked_until = now() - interval '1 second'
