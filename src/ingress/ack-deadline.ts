@@ -61,19 +61,16 @@ export function createAckDeadline(budgetMs: number, now: () => number = () => pe
       const p: Pending = { deadline: now() + budgetMs, settled: false, expire: () => resolve('timeout') };
       queue.push(p);
       arm();
+      /** True for the first of the write and the deadline only; a late write is dropped (and never unhandled). */
+      const first = (): boolean => {
+        if (p.settled) return false;
+        p.settled = true;
+        if (queue[head] === p) dropSettled();
+        return true;
+      };
       write.then(
-        (r) => {
-          if (p.settled) return;
-          p.settled = true;
-          if (queue[head] === p) dropSettled();
-          resolve(r);
-        },
-        (err: unknown) => {
-          if (p.settled) return;
-          p.settled = true;
-          if (queue[head] === p) dropSettled();
-          reject(err);
-        },
+        (r) => first() && resolve(r),
+        (err: unknown) => first() && reject(err),
       );
     });
 }
