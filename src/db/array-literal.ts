@@ -1,5 +1,5 @@
-/** What a one-dimensional array parameter may hold: text, numbers (ints, floats) and nulls. */
-export type ArrayElement = string | number | null | undefined;
+/** What a one-dimensional array parameter may hold: text, numbers (ints, floats), booleans and nulls. */
+export type ArrayElement = string | number | boolean | null | undefined;
 
 const NEEDS_ESCAPE = /["\\]/;
 
@@ -21,6 +21,8 @@ export function arrayLiteral(values: readonly ArrayElement[]): string {
     const v = values[i];
     if (v === null || v === undefined) {
       out += 'NULL';
+    } else if (typeof v === 'boolean') {
+      out += v ? 't' : 'f';
     } else if (typeof v === 'number') {
       // As node-postgres writes a number (String()): NaN and ±Infinity are valid floats in Postgres.
       out += `"${String(v)}"`;

@@ -1,6 +1,8 @@
 import type { AnyKnownEvent } from '../events/catalogue.js';
 import { PROJECTED_TYPES, stateRank, statusRank } from './rules.js';
 
+const NONE: ReadonlySet<string> = new Set();
+
 /**
  * One row per projected event, column-wise (the shape unnest() takes). Each
  * event contributes the facts it carries; the SQL reduces them per
@@ -35,6 +37,8 @@ export interface ParticipantFacts {
   act: Array<string | null>;
   at: string[];
   eventId: string[];
+  /** The act came from a re-read of the file (an event the reconciler wrote), not a delivery. */
+  reread: boolean[];
 }
 
 /** Documents a correspondence.created lists (given at creation): one row per document. */
@@ -49,7 +53,11 @@ export interface ProjectionFacts {
   participants: ParticipantFacts;
 }
 
-export function collectFacts(events: readonly AnyKnownEvent[]): ProjectionFacts {
+/**
+ * `fromReread` holds the ids of events the reconciler wrote from a re-read (inbox
+ * source `reconciler`): their act wins a tie of instants (migrations/011).
+ */
+export function collectFacts(events: readonly AnyKnownEvent[], fromReread: ReadonlySet<string> = NONE): ProjectionFacts {
   const c: CorrespondenceFacts = {
     correspondenceId: [],
     eventId: [],
@@ -68,7 +76,17 @@ export function collectFacts(events: readonly AnyKnownEvent[]): ProjectionFacts 
     total: [],
   };
   const d: DocumentFacts = { correspondenceId: [], documentId: [] };
-  const p: ParticipantFacts = { correspondenceId: [], participantId: [], ref: [], state: [], stateRank: [], act: [], at: [], eventId: [] };
+  const p: ParticipantFacts = {
+    correspondenceId: [],
+    participantId: [],
+    ref: [],
+    state: [],
+    stateRank: [],
+    act: [],
+    at: [],
+    eventId: [],
+    reread: [],
+  };
 
   const addParticipant = (cid: string, pid: string, ref: string | null, state: string, act: string | null, e: AnyKnownEvent): void => {
     p.correspondenceId.push(cid);
@@ -79,6 +97,7 @@ export function collectFacts(events: readonly AnyKnownEvent[]): ProjectionFacts 
     p.act.push(act);
     p.at.push(e.at);
     p.eventId.push(e.event_id);
+    p.reread.push(fromReread.has(e.event_id));
   };
 
   for (const e of events) {

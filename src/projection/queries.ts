@@ -2,12 +2,13 @@ import { arrayLiteral } from '../db/array-literal.js';
 import { named } from '../db/statement.js';
 import type { Queryable } from '../db/types.js';
 import type { CorrespondenceFacts, DocumentFacts, ParticipantFacts } from './facts.js';
-import { EARLIEST_CREATED, LATEST, RANKED, orderBy, sortsBefore, type SortOrder } from './sort-order.js';
+import { EARLIEST_CREATED, LATEST, LATEST_ACT, RANKED, orderBy, sortsBefore, type SortOrder } from './sort-order.js';
 
 /*
  * The merge rules (sort-order.ts):
  *   ranked facts (status, state): higher rank first; at equal rank the earlier event
- *   latest facts (summary, last act, last event): the later event
+ *   latest facts (summary, last act, last event): the later event; a participant's
+ *   act shown by a re-read wins a tie of instants (migrations/011)
  * On conflict the incoming fact replaces the stored one only if it sorts
  * strictly first, so a tie changes nothing.
  */
@@ -96,27 +97,32 @@ const UPSERT_PARTICIPANTS_SQL = named(
   `
 WITH f AS (
   SELECT *
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int2[], $6::text[], $7::timestamptz[], $8::text[])
-    AS f(correspondence_id, participant_id, ref, state, state_rank, act, at, event_id)
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int2[], $6::text[], $7::timestamptz[], $8::text[], $9::bool[])
+    AS f(correspondence_id, participant_id, ref, state, state_rank, act, at, event_id, reread)
 ),
 state AS (
   SELECT DISTINCT ON (correspondence_id, participant_id) correspondence_id, participant_id, ref, state, state_rank, at, event_id
   FROM f ORDER BY correspondence_id, participant_id, ${orderBy(RANKED('state_rank', 'at', 'event_id'))}
 ),
 act AS (
-  SELECT DISTINCT ON (correspondence_id, participant_id) correspondence_id, participant_id, act, at, event_id
+  SELECT DISTINCT ON (correspondence_id, participant_id) correspondence_id, participant_id, act, at, reread, event_id
   FROM f WHERE act IS NOT NULL
-  ORDER BY correspondence_id, participant_id, ${orderBy(LATEST('at', 'event_id'))}
+  ORDER BY correspondence_id, participant_id, ${orderBy(LATEST_ACT('at', 'reread', 'event_id'))}
 )
 INSERT INTO participant_projection AS p (
-  correspondence_id, participant_id, ref, state, state_rank, state_at, state_event_id, last_act, last_act_at, last_act_event_id)
-SELECT s.correspondence_id, s.participant_id, s.ref, s.state, s.state_rank, s.at, s.event_id, a.act, a.at, a.event_id
+  correspondence_id, participant_id, ref, state, state_rank, state_at, state_event_id,
+  last_act, last_act_at, last_act_reread, last_act_event_id)
+SELECT s.correspondence_id, s.participant_id, s.ref, s.state, s.state_rank, s.at, s.event_id,
+       a.act, a.at, coalesce(a.reread, false), a.event_id
 FROM state s LEFT JOIN act a USING (correspondence_id, participant_id)
 ORDER BY s.correspondence_id, s.participant_id
 ON CONFLICT (correspondence_id, participant_id) DO UPDATE SET
   ref = coalesce(p.ref, excluded.ref),
   ${pick(['state', 'state_rank', 'state_at', 'state_event_id'], RANKED('state_rank', 'state_at', 'state_event_id'))},
-  ${pick(['last_act', 'last_act_at', 'last_act_event_id'], LATEST('last_act_at', 'last_act_event_id'))},
+  ${pick(
+    ['last_act', 'last_act_at', 'last_act_reread', 'last_act_event_id'],
+    LATEST_ACT('last_act_at', 'last_act_reread', 'last_act_event_id'),
+  )},
   updated_at = now()`,
 );
 
@@ -150,6 +156,6 @@ export async function upsertParticipantFacts(q: Queryable, f: ParticipantFacts):
   if (f.correspondenceId.length === 0) return;
   await q.query(
     UPSERT_PARTICIPANTS_SQL,
-    [f.correspondenceId, f.participantId, f.ref, f.state, f.stateRank, f.act, f.at, f.eventId].map(arrayLiteral),
+    [f.correspondenceId, f.participantId, f.ref, f.state, f.stateRank, f.act, f.at, f.eventId, f.reread].map(arrayLiteral),
   );
 }

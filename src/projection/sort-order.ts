@@ -17,6 +17,15 @@ const desc = (column: string, bytewise = false, nullsFirst = true): SortKey => (
 
 export const RANKED = (rank: string, at: string, id: string): SortOrder => [desc(rank), asc(at), asc(id, true)];
 export const LATEST = (at: string, id: string): SortOrder => [desc(at, false, false), desc(id, true)];
+/**
+ * A participant's latest act: the later instant; at the same instant an act a re-read
+ * showed (the service's own answer to "which came last"), then the greater id.
+ */
+export const LATEST_ACT = (at: string, reread: string, id: string): SortOrder => [
+  desc(at, false, false),
+  desc(reread, false, false),
+  desc(id, true),
+];
 export const EARLIEST_CREATED: SortOrder = [asc('created_at')];
 
 /** The ORDER BY list of a sort order. */

@@ -204,11 +204,16 @@ export function planCorrespondence(
     const mineAt = ms(m?.last_act_at);
     const becameDelivered = p.state === 'delivered' && (!m || m.state !== 'delivered');
     let actedId: string | null = null;
-    if (lastAct !== null && lastActAt !== null && (mineAt === null || lastActAt > mineAt)) {
+    // Two acts can share a millisecond, and ids do not order them: at the read model's own instant a different
+    // act is the one the service shows last, so it is written too (it wins the tie, migrations/011).
+    const actMissing = mineAt === null || (lastActAt !== null && (lastActAt > mineAt || (lastActAt === mineAt && m?.last_act !== lastAct)));
+    if (lastAct !== null && lastActAt !== null && actMissing) {
       const at = new Date(lastActAt).toISOString();
+      // The event carries the service's own instant: one finer than a millisecond must still follow the act
+      // the read model has in that millisecond. The id takes the millisecond, as it always has.
       actedId = emit(
         'participant.acted',
-        at,
+        p.last_act_at ?? at,
         { participant_id: p.participant_id, act: lastAct, ref: p.ref },
         p.participant_id,
         lastAct,
@@ -250,14 +255,15 @@ export function planCorrespondence(
         {
           event_type: 'participant.acted',
           participant_id: p.participant_id,
+          // Up to the latest act's own instant: an earlier act can share its millisecond.
           window_from: new Date(created),
-          window_to: new Date(lastActAt - 1),
-          anchor: new Date(lastActAt - 1),
+          window_to: new Date(lastActAt),
+          anchor: new Date(lastActAt),
           exact: false,
           outcome: 'state_synced',
           single: false,
           synthetic_event_id: actedId,
-          detail: `an act of participant ${p.participant_id} before its latest ("${lastAct}" at ${at}), which the read model has or was just given: the file shows only the latest act, so an earlier one cannot be reproduced`,
+          detail: `an act of participant ${p.participant_id} before its latest ("${lastAct}" at ${at}) or in the same millisecond, which the read model has or was just given: the file shows only the latest act, so an earlier one cannot be reproduced`,
         },
         standing,
       );

@@ -98,6 +98,7 @@ async function runBatch<Api>(bc: BatchContext<Api>, tx: Queryable, entries: read
   await applyToProjection(
     tx,
     entries.flatMap((e) => (e.validated.kind === 'known' ? [e.validated.event] : [])),
+    new Set(entries.flatMap((e) => (e.row.source === 'reconciler' ? [e.row.event_id] : []))),
   );
 
   // A claim grows past BASE_CLAIM_SIZE only after quick batches (claim-size.ts). If this one's events turn out

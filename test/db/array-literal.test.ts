@@ -59,6 +59,16 @@ describe.each(kinds)('array literals (%s)', (kind) => {
     );
   });
 
+  it('bool[]: reads back every boolean and null as given', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.option(fc.boolean(), { nil: null }), { maxLength: 8 }), async (values) => {
+        const res = await store.db.query<{ a: Array<boolean | null> }>('SELECT $1::bool[] AS a', [arrayLiteral(values)]);
+        expect(res.rows[0]!.a).toEqual(values);
+      }),
+      { numRuns: 50 },
+    );
+  });
+
   it('timestamptz[]: the ISO strings events carry read back as the same instants', async () => {
     await fc.assert(
       fc.asyncProperty(

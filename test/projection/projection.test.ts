@@ -16,8 +16,12 @@ function known(type: string, at: string, eventId: string, data: Record<string, u
   return v.event;
 }
 
-async function apply(db: { transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> }, events: AnyKnownEvent[]): Promise<void> {
-  await db.transaction((tx) => applyToProjection(tx, events));
+async function apply(
+  db: { transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> },
+  events: AnyKnownEvent[],
+  fromReread: ReadonlySet<string> = new Set(),
+): Promise<void> {
+  await db.transaction((tx) => applyToProjection(tx, events, fromReread));
 }
 
 /** Both projection tables for one correspondence, minus bookkeeping that legitimately differs. */
@@ -30,7 +34,7 @@ async function snapshot(q: Queryable, correspondenceId: string): Promise<unknown
     [correspondenceId],
   );
   const p = await q.query(
-    `SELECT participant_id, ref, state, state_rank, state_at, state_event_id, last_act, last_act_at, last_act_event_id
+    `SELECT participant_id, ref, state, state_rank, state_at, state_event_id, last_act, last_act_at, last_act_reread, last_act_event_id
      FROM participant_projection WHERE correspondence_id = $1 ORDER BY participant_id`,
     [correspondenceId],
   );
@@ -178,6 +182,47 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
     }
   });
 
+  it('lets an act the reconciler re-read win a tie of instants with a delivered one, whatever the ids, in any order or batching', async () => {
+    const T = '2026-01-01T10:05:00.123Z';
+    // The delivered act's id sorts after the re-read's, so an id tie-break alone would keep it.
+    const delivered = known('participant.acted', T, 'zz_delivered', {
+      correspondence_id: 'cor_x',
+      participant_id: 'p',
+      act: 'consent_declined',
+      ref: 'r',
+    });
+    const reread = known('participant.acted', T, 'rec_0001', { correspondence_id: 'cor_x', participant_id: 'p', act: 'signed', ref: 'r' });
+    const later = known('participant.acted', '2026-01-01T10:05:00.124Z', 'aa_later', {
+      correspondence_id: 'cor_x',
+      participant_id: 'p',
+      act: 'read',
+      ref: 'r',
+    });
+    const withCid = (e: AnyKnownEvent, c: string): AnyKnownEvent => ({ ...e, data: { ...e.data, correspondence_id: c } }) as AnyKnownEvent;
+    const fromReread = new Set(['rec_0001']);
+    for (const [i, batches] of [
+      [[delivered], [reread]],
+      [[reread], [delivered]],
+      [[delivered, reread]],
+      [[reread, delivered, reread]],
+    ].entries()) {
+      const c = `cor_reread_tie_${i}`;
+      for (const b of batches)
+        await apply(
+          store.db,
+          b.map((e) => withCid(e, c)),
+          fromReread,
+        );
+      expect((await getProjectedCorrespondence(store.db, c))?.participants[0], `order ${i}`).toMatchObject({
+        last_act: 'signed',
+        last_act_at: T,
+      });
+      // A later instant still wins, whoever reported it.
+      await apply(store.db, [withCid(later, c)], fromReread);
+      expect((await getProjectedCorrespondence(store.db, c))?.participants[0]?.last_act, `order ${i}`).toBe('read');
+    }
+  });
+
   it('keeps the latest send_completed summary and is unchanged by applying an event twice', async () => {
     const c = 'cor_summary';
     const late = known('correspondence.send_completed', '2026-01-01T10:09:00Z', 's2', {
@@ -242,6 +287,9 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
   });
 
   describe('property: the final projection depends only on the set of events', () => {
+    const REREAD = '0rr_';
+    const rereadIds = (events: AnyKnownEvent[]): Set<string> =>
+      new Set(events.filter((e) => e.event_id.startsWith(REREAD)).map((e) => e.event_id));
     const ACTS = ['delivered', 'read', 'approved', 'signed', 'consent_given', 'consent_declined', 'submitted', 'notarised'];
     const STATES = Object.keys(STATE_RANK);
     // Few distinct instants, so equal timestamps (ties broken by event id) are common; microseconds included.
@@ -254,7 +302,7 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
         participants: fc.uniqueArray(fc.constantFrom('p1', 'p2', 'p3', 'p4'), { minLength: 1, maxLength: 4 }),
         snapshotStates: fc.array(fc.constantFrom(...STATES), { minLength: 4, maxLength: 4 }),
         createdAt: fc.option(instant, { nil: undefined }),
-        acts: fc.array(fc.record({ p: fc.nat(3), act: fc.constantFrom(...ACTS), at: instant }), { maxLength: 8 }),
+        acts: fc.array(fc.record({ p: fc.nat(3), act: fc.constantFrom(...ACTS), at: instant, reread: fc.boolean() }), { maxLength: 8 }),
         docs: fc.array(fc.record({ doc: fc.constantFrom('d1', 'd2', 'd3'), at: instant }), { maxLength: 3 }),
         summaries: fc.array(fc.record({ d: fc.nat(5), h: fc.nat(5), at: instant }), { maxLength: 3 }),
         endings: fc.array(fc.record({ type: fc.constantFrom('correspondence.sealed', 'correspondence.withdrawn'), at: instant }), {
@@ -280,7 +328,8 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
         }
         for (const a of h.acts)
           out.push(
-            known('participant.acted', a.at, id(), {
+            // An act the reconciler wrote from a re-read has an id that sorts first, so only its flag can win a tie.
+            known('participant.acted', a.at, a.reread ? `${REREAD}${id()}` : id(), {
               correspondence_id: cid,
               participant_id: pid(a.p),
               act: a.act,
@@ -324,7 +373,7 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
           );
           const ranks = new Map<string, number>();
           for (const e of inOrder) {
-            await apply(store.db, [e]);
+            await apply(store.db, [e], rereadIds([e]));
             const parts = await store.db.query<{ participant_id: string; state_rank: number }>(
               'SELECT participant_id, state_rank FROM participant_projection WHERE correspondence_id = $1',
               [inOrderId],
@@ -343,7 +392,7 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
           let at = 0;
           for (let k = 0; at < shuffled.length; k++) {
             const size = d.cuts[k % d.cuts.length]!;
-            await apply(store.db, shuffled.slice(at, at + size));
+            await apply(store.db, shuffled.slice(at, at + size), rereadIds(shuffled));
             at += size;
           }
           expect(await snapshot(store.db, shuffledId)).toEqual(await snapshot(store.db, inOrderId));

@@ -95,6 +95,31 @@ describe('planCorrespondence: synthetic events', () => {
     expect(diffCorrespondence(service(), ahead, now)).toEqual([]);
   });
 
+  it('writes the act the file shows when the read model has another act of the same instant (two acts in one millisecond)', () => {
+    const T = '2026-11-20T11:00:00.000Z';
+    const s = service({
+      participants: [{ participant_id: 'par_1', ref: 'r1', state: 'delivered', last_act: 'signed', last_act_at: T }],
+    } as Partial<Correspondence>);
+    const p = projected({
+      participants: [{ participant_id: 'par_1', ref: 'r1', state: 'delivered', last_act: 'consent_declined', last_act_at: T }],
+    });
+    const events = diffCorrespondence(s, p, now);
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ type: 'participant.acted', at: T, data: { participant_id: 'par_1', act: 'signed' } });
+    // A service that shows microseconds: the event keeps them, so it follows the read model's act of that millisecond.
+    const fine = service({
+      participants: [
+        { participant_id: 'par_1', ref: 'r1', state: 'delivered', last_act: 'signed', last_act_at: '2026-11-20T11:00:00.000900Z' },
+      ],
+    } as Partial<Correspondence>);
+    expect(diffCorrespondence(fine, p, now)).toMatchObject([{ at: '2026-11-20T11:00:00.000900Z', data: { act: 'signed' } }]);
+    // The same act at the same instant is already known: nothing to write.
+    const same = projected({
+      participants: [{ participant_id: 'par_1', ref: 'r1', state: 'delivered', last_act: 'signed', last_act_at: T }],
+    });
+    expect(diffCorrespondence(s, same, now)).toEqual([]);
+  });
+
   it('gives the same facts the same ids, so a second run writes nothing new', () => {
     const a = diffCorrespondence(service({ status: 'withdrawn' }), undefined, now);
     const b = diffCorrespondence(service({ status: 'withdrawn' }), undefined, new Date(now.getTime() + 60_000));
@@ -130,6 +155,14 @@ describe('planCorrespondence: what a re-read explains', () => {
     const [created] = planCorrespondence(service(), undefined, now, 120_000).explanations;
     // No event of a file precedes the file, and a delivery follows its event.
     expect(created).toMatchObject({ window_from: new Date('2026-11-20T10:00:00.000Z'), anchor: new Date('2026-11-20T10:00:00.000Z') });
+  });
+
+  it('an earlier act in the same millisecond as the latest is accounted for as superseded', () => {
+    const T = '2026-11-20T11:00:00.000Z';
+    const superseded = planCorrespondence(service(), projected(), now, 120_000).standing.find((e) => e.event_type === 'participant.acted');
+    // A dead delivery of that earlier act is made at the latest act's instant at the soonest: the window must hold it.
+    expect(superseded?.window_to.getTime()).toBeGreaterThanOrEqual(Date.parse(T));
+    expect(superseded).toMatchObject({ outcome: 'state_synced', single: false, exact: false });
   });
 
   it('a claim explains only a participant the read model had as held (a direct send)', () => {
