@@ -19,6 +19,8 @@ export interface ReadinessOptions {
   writer?: { stalledMs(): number };
   /** How long the writer may have pending work without a flush finishing (the ack budget). */
   ackBudgetMs?: number;
+  /** The worker and reconciler, when they wait for migrations (schema-gate.ts); undefined when nothing waits. */
+  components?: () => { ok: boolean; detail?: string } | undefined;
   /** The whole probe answers within this, whatever the store does (default 800 ms; probes time out at 1 s). */
   timeoutMs?: number;
 }
@@ -86,6 +88,8 @@ export function createReadiness(db: Db, options: ReadinessOptions = {}): Readine
               }
             : { ok: true };
       }
+      const components = options.components?.();
+      if (components) checks.components = components;
       await storeChecks(checks, deadline);
       return { ready: Object.values(checks).every((c) => c.ok), checks };
     },

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { systemClock, type Clock } from '../clock.js';
 import type { Config, Role } from '../config/config.js';
-import { migrate } from '../db/migrate.js';
+import { migrate, migrationStatus } from '../db/migrate.js';
 import { openDb } from '../db/open.js';
 import type { Db } from '../db/types.js';
 import { ConfigError, describeError } from '../errors.js';
@@ -18,6 +18,7 @@ import { VERSION } from '../version.js';
 import { loadOrCreateDevSecret } from './dev-secret.js';
 import { createHttpApp, metricsText } from './http-app.js';
 import { createReadiness } from './readiness.js';
+import { createSchemaGate, type SchemaGate } from './schema-gate.js';
 import { refreshStoreGauges } from './store-gauges.js';
 
 export interface ServeOptions {
@@ -34,8 +35,13 @@ export interface ServeOptions {
    * POSTROOM_ENCRYPTION_KEY to the stored per-endpoint secrets for /webhooks/{endpoint_id}.
    */
   secrets?: SecretProvider;
-  /** Extra components for the worker and reconciler roles, built once the store is open. */
+  /**
+   * Extra components for the worker and reconciler roles, built once the store is open. With
+   * `migrate: false` they start only once the store has every migration of this build (schema-gate.ts).
+   */
   components?: Array<(deps: ComponentDeps) => Component | undefined | Promise<Component | undefined>>;
+  /** With `migrate: false`: how often to look for the missing migrations (default 2 s). */
+  schemaCheckIntervalMs?: number;
 }
 
 export interface RunningServer {
@@ -85,6 +91,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const metrics = createMetrics({ version: VERSION });
   let writer: InboxWriter | undefined;
   const components: Component[] = [];
+  let gate: SchemaGate | undefined;
   let server: http.Server | undefined;
   let metricsServer: http.Server | undefined;
 
@@ -112,7 +119,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       });
       writer = ingress.writer;
     }
-    const readiness = createReadiness(db, writer ? { writer, ackBudgetMs: config.ingress.ackTimeoutMs } : {});
+    const readiness = createReadiness(db, {
+      ...(writer ? { writer, ackBudgetMs: config.ingress.ackTimeoutMs } : {}),
+      components: () => gate?.state(),
+    });
     const scrape = { metrics, beforeScrape: () => refreshStoreGauges(metrics, db) };
     const app = createHttpApp({
       logger,
@@ -149,12 +159,32 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     }
 
     const deps: ComponentDeps = { config, db, logger, metrics, clock };
-    for (const make of options.components ?? []) {
-      const c = await make(deps);
-      if (c) {
-        await c.start();
-        components.push(c);
+    const startComponents = async (): Promise<void> => {
+      for (const make of options.components ?? []) {
+        const c = await make(deps);
+        if (c) {
+          await c.start();
+          components.push(c);
+        }
       }
+    };
+    const waitsForSchema =
+      options.migrate === false &&
+      (options.components?.length ?? 0) > 0 &&
+      !(await migrationStatus(db).then(
+        (s) => s.current,
+        () => false,
+      ));
+    if (waitsForSchema) {
+      gate = createSchemaGate({
+        db,
+        logger,
+        start: startComponents,
+        ...(options.schemaCheckIntervalMs === undefined ? {} : { intervalMs: options.schemaCheckIntervalMs }),
+      });
+      gate.done.catch((err: unknown) => logger.error({ err }, 'the worker and reconciler could not start'));
+    } else {
+      await startComponents();
     }
 
     const port = (server.address() as AddressInfo).port;
@@ -175,6 +205,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           if (metricsServer) await closeServer(metricsServer, 500);
           await writer?.close();
           await endpointSecrets?.close().catch(() => undefined);
+          // Components still waiting for migrations never start; one starting now finishes first, then stops.
+          gate?.stop();
+          await gate?.done.catch(() => undefined);
           for (const c of components.reverse()) {
             await c
               .stop(Math.max(100, deadline - Date.now() - 500))
@@ -186,6 +219,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       },
     };
   } catch (err) {
+    gate?.stop();
+    await gate?.done.catch(() => undefined);
     for (const c of components) await c.stop(1000).catch(() => undefined);
     await endpointSecrets?.close().catch(() => undefined);
     if (server?.listening) server.close();
