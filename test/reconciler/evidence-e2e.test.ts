@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../src/app/server.js';
+import type { RunningServer } from '../../src/app/server.js';
 import { createApiClient, type ApiClient } from '../../src/client/client.js';
-import { loadConfig } from '../../src/config/config.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { createPostroom, type Postroom } from '../../src/app/postroom.js';
 import { compareWithService } from '../../src/projection/compare.js';
@@ -11,6 +10,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { runCli } from '../support/cli.js';
 import { adminUrl, openTestStore, type TestStore } from '../support/db.js';
 import { freePort } from '../support/process.js';
+import { settle as settleWorker, startEndpointReceiver } from '../support/reconcile-e2e.js';
 
 const pg = await adminUrl();
 
@@ -50,14 +50,7 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
   let env: Record<string, string>;
   const walletSeen: string[] = [];
 
-  const startReceiver = async (): Promise<RunningServer> =>
-    startServer({
-      config: loadConfig({ NODE_ENV: 'test', PORT: String(port), POSTROOM_WEBHOOK_SECRETS: secret }),
-      logger: silentLogger(),
-      db: store.db,
-      role: 'ingress',
-      migrate: false,
-    });
+  const startReceiver = (): Promise<RunningServer> => startEndpointReceiver(store.db, port, secret);
 
   /** A request as curl would send it: no postroom client, so no sent ledger. */
   const curl = async (path: string, body: unknown, headers: Record<string, string> = {}): Promise<Record<string, unknown>> => {
@@ -101,23 +94,7 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
     env = { DATABASE_URL: store.url!, POSTROOM_API_BASE_URL: sandbox.url, POSTROOM_API_KEY: sandbox.apiKey };
   }, 120_000);
 
-  /**
-   * drain() returns once nothing is left to claim, but the started worker's own loops may still hold a batch
-   * they claimed first: wait until no batch is in flight and nothing is left unfinished, or 10 s.
-   */
-  async function settle(): Promise<void> {
-    const until = Date.now() + 10_000;
-    for (;;) {
-      await postroom.drain();
-      const { busy } = (
-        await store.db.query<{ busy: number }>(
-          `SELECT (SELECT count(*) FROM inbox_attempts) + (SELECT count(*) FROM inbox WHERE status IN ('received', 'failed'))::int AS busy`,
-        )
-      ).rows[0]!;
-      if (Number(busy) === 0 || Date.now() > until) return;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  }
+  const settle = (): Promise<void> => settleWorker(postroom, store.db);
 
   afterAll(async () => {
     await postroom?.stop(2000);

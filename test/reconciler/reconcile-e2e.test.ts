@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../src/app/server.js';
+import type { RunningServer } from '../../src/app/server.js';
 import { createApiClient } from '../../src/client/client.js';
 import { systemClock } from '../../src/clock.js';
-import { loadConfig } from '../../src/config/config.js';
 import { createPgDb } from '../../src/db/pg.js';
 import type { Db } from '../../src/db/types.js';
 import { silentLogger } from '../../src/logging/logger.js';
@@ -15,6 +14,7 @@ import { startSandbox, startTraffic, type Sandbox } from '../../src/sandbox/inde
 import { adminUrl, openTestStore, type TestStore } from '../support/db.js';
 import { runCli } from '../support/cli.js';
 import { freePort } from '../support/process.js';
+import { startEndpointReceiver } from '../support/reconcile-e2e.js';
 
 const pg = await adminUrl();
 
@@ -44,14 +44,7 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
   let env: Record<string, string>;
   let secretA: string;
 
-  const startA = async (): Promise<RunningServer> =>
-    startServer({
-      config: loadConfig({ NODE_ENV: 'test', PORT: String(portA), POSTROOM_WEBHOOK_SECRETS: secretA }),
-      logger: silentLogger(),
-      db: store.db,
-      role: 'ingress',
-      migrate: false,
-    });
+  const startA = (): Promise<RunningServer> => startEndpointReceiver(store.db, portA, secretA);
 
   beforeAll(async () => {
     store = await openTestStore('postgres', { poolSize: 8 });
@@ -66,13 +59,7 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
     });
     secretA = epA.secret;
     a = await startA();
-    b = await startServer({
-      config: loadConfig({ NODE_ENV: 'test', PORT: String(portB), POSTROOM_WEBHOOK_SECRETS: epB.secret }),
-      logger: silentLogger(),
-      db: store.db,
-      role: 'ingress',
-      migrate: false,
-    });
+    b = await startEndpointReceiver(store.db, portB, epB.secret);
     postroom = createPostroom({
       db: store.db,
       logger: silentLogger(),

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../src/app/server.js';
+import type { RunningServer } from '../../src/app/server.js';
 import type { Clock } from '../../src/clock.js';
-import { loadConfig } from '../../src/config/config.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { createPostroom, type Postroom } from '../../src/app/postroom.js';
 import { compareWithService } from '../../src/projection/compare.js';
@@ -10,6 +9,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { runCli } from '../support/cli.js';
 import { adminUrl, openTestStore, type TestStore } from '../support/db.js';
 import { freePort } from '../support/process.js';
+import { settle as settleWorker, startEndpointReceiver } from '../support/reconcile-e2e.js';
 
 const pg = await adminUrl();
 
@@ -32,14 +32,7 @@ describe.skipIf(!pg)('acts in the same millisecond (reconcile end to end)', () =
   let held: number | undefined;
   const clock: Clock = { now: () => held ?? Date.now() };
 
-  const startReceiver = async (): Promise<RunningServer> =>
-    startServer({
-      config: loadConfig({ NODE_ENV: 'test', PORT: String(port), POSTROOM_WEBHOOK_SECRETS: secret }),
-      logger: silentLogger(),
-      db: store.db,
-      role: 'ingress',
-      migrate: false,
-    });
+  const startReceiver = (): Promise<RunningServer> => startEndpointReceiver(store.db, port, secret);
 
   beforeAll(async () => {
     store = await openTestStore('postgres', { poolSize: 6 });
@@ -67,17 +60,7 @@ describe.skipIf(!pg)('acts in the same millisecond (reconcile end to end)', () =
   /** Waits until every delivery has settled and the worker has processed everything stored. */
   async function settle(): Promise<void> {
     await sandbox.control.waitForIdle(20_000);
-    const until = Date.now() + 10_000;
-    for (;;) {
-      await postroom.drain();
-      const { busy } = (
-        await store.db.query<{ busy: number }>(
-          `SELECT ((SELECT count(*) FROM inbox_attempts) + (SELECT count(*) FROM inbox WHERE status IN ('received', 'failed')))::int AS busy`,
-        )
-      ).rows[0]!;
-      if (busy === 0 || Date.now() > until) return;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    await settleWorker(postroom, store.db);
   }
 
   const newFile = async (): Promise<{ correspondenceId: string; participantId: string }> => {
