@@ -1,4 +1,4 @@
-import { migrationStatus } from '../db/migrate.js';
+import { migrationStatus, type MigrationFile } from '../db/migrate.js';
 import type { Db } from '../db/types.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
@@ -30,6 +30,18 @@ export interface SchemaGateOptions {
   /** Between repeats of the warning while waiting (default 30 s). */
   warnEveryMs?: number;
   migrationsDir?: string;
+  /**
+   * What the caller's own check found pending: /readyz names it from the first probe,
+   * not only after the gate's first check of the store.
+   */
+  pending?: readonly MigrationFile[];
+}
+
+const namesOf = (pending: readonly MigrationFile[]): string[] => pending.map((f) => `${String(f.version).padStart(3, '0')}_${f.name}`);
+
+function pendingState(pending: readonly MigrationFile[]): { ok: false; detail: string } {
+  const names = namesOf(pending);
+  return { ok: false, detail: `${names.length} migration(s) pending (${names.join(', ')}); run \`postroom migrate\`` };
 }
 
 export function createSchemaGate(options: SchemaGateOptions): SchemaGate {
@@ -38,10 +50,14 @@ export function createSchemaGate(options: SchemaGateOptions): SchemaGate {
   let stopped = false;
   let wake: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
-  let state: { ok: boolean; detail?: string } = { ok: false, detail: 'waiting for the store to have this build’s migrations' };
+  let state: { ok: boolean; detail?: string } = options.pending?.length
+    ? pendingState(options.pending)
+    : { ok: false, detail: 'waiting for the store to have this build’s migrations' };
 
   const pause = (): Promise<void> =>
     new Promise((resolve) => {
+      // stop() during a check of the store found no pause to cut short.
+      if (stopped) return resolve();
       wake = resolve;
       timer = setTimeout(resolve, intervalMs);
     });
@@ -53,12 +69,11 @@ export function createSchemaGate(options: SchemaGateOptions): SchemaGate {
       try {
         const status = await migrationStatus(options.db, options.migrationsDir);
         if (status.current) break;
-        const pending = status.pending.map((f) => `${String(f.version).padStart(3, '0')}_${f.name}`);
-        state = { ok: false, detail: `${pending.length} migration(s) pending (${pending.join(', ')}); run \`postroom migrate\`` };
+        state = pendingState(status.pending);
         if (Date.now() - warnedAt >= warnEveryMs) {
           warnedAt = Date.now();
           options.logger.warn(
-            { pending },
+            { pending: namesOf(status.pending) },
             'the store lacks migrations this build needs: run `postroom migrate`; the worker and reconciler start once they are applied',
           );
         }

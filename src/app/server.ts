@@ -168,18 +168,20 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         }
       }
     };
-    const waitsForSchema =
-      options.migrate === false &&
-      (options.components?.length ?? 0) > 0 &&
-      !(await migrationStatus(db).then(
-        (s) => s.current,
-        () => false,
-      ));
-    if (waitsForSchema) {
+    // undefined: nothing waits; otherwise what is pending (empty when the store could not be read).
+    const pendingAtStart =
+      options.migrate === false && (options.components?.length ?? 0) > 0
+        ? await migrationStatus(db).then(
+            (s) => (s.current ? undefined : s.pending),
+            () => [],
+          )
+        : undefined;
+    if (pendingAtStart) {
       gate = createSchemaGate({
         db,
         logger,
         start: startComponents,
+        pending: pendingAtStart,
         ...(options.schemaCheckIntervalMs === undefined ? {} : { intervalMs: options.schemaCheckIntervalMs }),
       });
       gate.done.catch((err: unknown) => logger.error({ err }, 'the worker and reconciler could not start'));

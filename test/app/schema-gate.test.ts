@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSchemaGate } from '../../src/app/schema-gate.js';
-import { migrate } from '../../src/db/migrate.js';
+import { migrate, migrationStatus } from '../../src/db/migrate.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
 import { migrationsBefore } from '../support/migrations.js';
@@ -28,6 +28,16 @@ describe.each(kinds)('schema gate for serve --no-migrate (%s)', (kind) => {
     gate.stop();
     await gate.done;
     expect(started).toBe(0);
+  });
+
+  it('names what is pending from the moment it exists, before its own first check of the store', async () => {
+    const { pending } = await migrationStatus(store.db);
+    // A long interval and no await: what /readyz would answer to a probe that comes at once.
+    const gate = createSchemaGate({ db: store.db, logger: silentLogger(), intervalMs: 60_000, start: async () => undefined, pending });
+    expect(gate.state()).toMatchObject({ ok: false });
+    expect(gate.state().detail).toMatch(/011_participant_act_reread.*postroom migrate/);
+    gate.stop();
+    await gate.done;
   });
 
   it('reports a start that failed once the schema is current, and starts only once', async () => {
