@@ -47,18 +47,40 @@ export async function countReplayable(q: Queryable, f: ReplayFilter): Promise<nu
   return Number(res.rows[0]?.n ?? 0);
 }
 
-/** A page of matching rows after `after` (keyset on the primary key). */
-export async function pageReplayable(q: Queryable, f: ReplayFilter, after: string | null, limit: number): Promise<ReplayCandidate[]> {
+/**
+ * Where a walk of the inbox in receipt order stopped: the last row's received_at, as Postgres's
+ * own text (microseconds, which a JS Date would cut to milliseconds), and its id, which orders the
+ * rows of one flush (they share received_at).
+ */
+export interface InboxCursor {
+  receivedAt: string;
+  eventId: string;
+}
+
+/** The page condition and order of a walk in receipt order; `p` is the cursor's first parameter. */
+const AFTER_CURSOR = (p: number): string => `($${p}::text IS NULL OR (received_at, event_id) > ($${p}::timestamptz, $${p + 1}::text))`;
+const IN_RECEIPT_ORDER = 'ORDER BY received_at, event_id';
+
+/** A page of matching rows after `after`, in receipt order (inbox_attention_idx: dead and quarantined rows only). */
+export async function pageReplayable(
+  q: Queryable,
+  f: ReplayFilter,
+  after: InboxCursor | null,
+  limit: number,
+): Promise<Array<ReplayCandidate & { cursor: InboxCursor }>> {
   const params: unknown[] = [];
   const where = inboxFilterSql(f, params);
-  params.push(after, limit);
-  const res = await q.query<ReplayCandidate>(
-    `SELECT ${CANDIDATE_COLUMNS} FROM inbox
-     WHERE ${where} AND ($${params.length - 1}::text IS NULL OR event_id > $${params.length - 1})
-     ORDER BY event_id LIMIT $${params.length}`,
+  params.push(after?.receivedAt ?? null, after?.eventId ?? null, limit);
+  const res = await q.query<ReplayCandidate & { received_at_text: string }>(
+    `SELECT ${CANDIDATE_COLUMNS}, received_at::text AS received_at_text FROM inbox
+     WHERE ${where} AND ${AFTER_CURSOR(params.length - 2)}
+     ${IN_RECEIPT_ORDER} LIMIT $${params.length}`,
     params,
   );
-  return res.rows.map(withPayload);
+  return res.rows.map(({ received_at_text, ...row }) => ({
+    ...withPayload(row),
+    cursor: { receivedAt: received_at_text, eventId: row.event_id },
+  }));
 }
 
 /** A quarantined row whose body parses now: its envelope fields, filled in as ingress would have. */
@@ -130,31 +152,35 @@ export async function countPrunable(q: Queryable, olderThanMs: number): Promise<
 
 /**
  * Clears payload and raw_body of one page of finished events older than the
- * cut-off, walking the primary key so each page starts where the last ended.
+ * cut-off, walking inbox_received_idx so each page starts where the last ended.
  * The row and its id stay: the id is what de-duplicates a late redelivery.
+ * `last` is where the page stopped; null when nothing was left to prune.
  */
 export async function prunePage(
   q: Queryable,
   olderThanMs: number,
-  after: string | null,
+  after: InboxCursor | null,
   limit: number,
-): Promise<{ pruned: number; lastId: string | null }> {
-  const res = await q.query<{ pruned: number; last_id: string | null }>(
-    `WITH page AS (
-       SELECT event_id FROM inbox
-       WHERE ($2::text IS NULL OR event_id > $2)
+): Promise<{ pruned: number; last: InboxCursor | null }> {
+  const res = await q.query<{ pruned: number; last_received_at: string | null; last_id: string | null }>(
+    `WITH page AS MATERIALIZED (
+       SELECT event_id, received_at FROM inbox
+       WHERE ${AFTER_CURSOR(2)}
          AND status IN ('processed', 'skipped') AND pruned_at IS NULL AND processed_at < now() - make_interval(secs => $1)
-       ORDER BY event_id LIMIT $3
+       ${IN_RECEIPT_ORDER} LIMIT $4
        FOR UPDATE SKIP LOCKED
      ),
      pruned AS (
        UPDATE inbox i SET payload = NULL, raw_body = NULL, pruned_at = now()
        FROM page WHERE i.event_id = page.event_id
        RETURNING i.event_id
-     )
-     SELECT (SELECT count(*) FROM pruned)::int AS pruned, (SELECT max(event_id) FROM page) AS last_id`,
-    [olderThanMs / 1000, after, limit],
+     ),
+     last AS (SELECT received_at, event_id FROM page ${IN_RECEIPT_ORDER} DESC LIMIT 1)
+     SELECT (SELECT count(*) FROM pruned)::int AS pruned,
+            (SELECT received_at::text FROM last) AS last_received_at, (SELECT event_id FROM last) AS last_id`,
+    [olderThanMs / 1000, after?.receivedAt ?? null, after?.eventId ?? null, limit],
   );
   const row = res.rows[0];
-  return { pruned: Number(row?.pruned ?? 0), lastId: row?.last_id ?? null };
+  const last = row?.last_received_at && row.last_id ? { receivedAt: row.last_received_at, eventId: row.last_id } : null;
+  return { pruned: Number(row?.pruned ?? 0), last };
 }

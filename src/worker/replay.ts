@@ -8,6 +8,7 @@ import {
   getReplayCandidate,
   noteStillQuarantined,
   pageReplayable,
+  type InboxCursor,
   resetForReplay,
   type ReplayCandidate,
   type ReplayFilter,
@@ -101,12 +102,12 @@ export async function replayMatching(
   const matched = await countReplayable(db, filter);
   const summary: ReplaySummary = { matched, replayed: 0, still_invalid: 0, invalid_examples: [], dry_run: options.dryRun === true };
   if (options.dryRun || matched === 0) return summary;
-  let after: string | null = null;
+  let after: InboxCursor | null = null;
   let seen = 0;
   for (;;) {
     const page = await pageReplayable(db, filter, after, PAGE);
     if (page.length === 0) break;
-    after = page[page.length - 1]!.event_id;
+    after = page[page.length - 1]!.cursor;
     const resets: Array<{ eventId: string; fromStatus: ReplayCandidate['status']; reparsed?: Reparsed | undefined }> = [];
     for (const row of page) {
       const d = decideReplay(row);

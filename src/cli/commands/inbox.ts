@@ -6,7 +6,7 @@ import { INBOX_STATUSES } from '../../inbox/types.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount, parseDuration } from '../duration.js';
 import { createProgress, printJson, printTable } from '../output.js';
-import { countPrunable, inboxStats, prunePage } from '../../inbox/admin-queries.js';
+import { countPrunable, inboxStats, prunePage, type InboxCursor } from '../../inbox/admin-queries.js';
 import { previewReplay, replayEvent, replayMatching } from '../../worker/replay.js';
 
 /** The `inbox` command group: what was accepted (list, show) and what to do about it (stats, replay, prune). */
@@ -230,13 +230,13 @@ function registerPrune(inbox: Command, ctx: CliContext): void {
       }
       const progress = createProgress(ctx.io, 'prune');
       let pruned = 0;
-      let after: string | null = null;
+      let after: InboxCursor | null = null;
       for (;;) {
         const page = await prunePage(db, olderThanMs, after, 5000);
         pruned += page.pruned;
         progress.update(`${pruned}/${total}`);
-        if (page.lastId === null) break;
-        after = page.lastId;
+        if (page.last === null) break;
+        after = page.last;
       }
       progress.done();
       if (opts.json) printJson(ctx.io, { pruned, dry_run: false });
