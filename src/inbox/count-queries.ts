@@ -74,9 +74,10 @@ export async function inboxStats(q: Queryable): Promise<InboxStats> {
 /**
  * What Postgres needs to keep de-duplication fast: the event-id index every new
  * event inserts into, against the buffers it has. Catalogue and file sizes only,
- * no table read. Undefined where the store has no such index (not migrated).
+ * no table read. Undefined where the store has no such index (not migrated). The
+ * B-tree primary key counts until migration 012 replaces it with the hash index.
  */
-const SIZING_SQL = `SELECT pg_relation_size(to_regclass('inbox_pkey'))::float8 AS index_bytes,
+const SIZING_SQL = `SELECT pg_relation_size(coalesce(to_regclass('inbox_event_id_excl'), to_regclass('inbox_pkey')))::float8 AS index_bytes,
        pg_size_bytes(current_setting('shared_buffers'))::float8 AS shared_buffers_bytes`;
 
 export async function storeSizing(q: Queryable): Promise<{ indexBytes: number; sharedBuffersBytes: number } | undefined> {

@@ -29,6 +29,11 @@ import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
  * and a user agent. Such a row keeps only those two, in their own columns, and
  * readers build the headers back (migrations/010_inbox_delivery_columns.sql).
  * Any other set of headers goes in headers, as JSON.
+ *
+ * The conflict is the event id's exclusion constraint (migrations/012): ON
+ * CONFLICT names no column, since a conflict target must be a unique index and
+ * the id's index is a hash index. The inbox has no other unique or exclusion
+ * constraint, so this is the only conflict it can skip.
  */
 const INSERT_BATCH_SQL = named(
   'insert_batch',
@@ -46,7 +51,7 @@ WITH inserted AS (
     $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[], $17::text[], $18::text[]
   ) AS b(event_id, type, occurred_at, payload, raw_start, raw_length, signature_header,
          headers, endpoint_id, source, correspondence_id, secret_index, status, last_error, content_type, user_agent)
-  ON CONFLICT (event_id) DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING event_id
 ),
 counted AS (SELECT count(*)::int AS n FROM inserted)

@@ -168,7 +168,7 @@ export function createMetrics(options: MetricsOptions = {}) {
     // shared_buffers, ingest slows as the inbox grows (docs/scaling.md). The two together say when.
     storeEventIdIndexBytes: new Gauge({
       name: 'postroom_store_event_id_index_bytes',
-      help: "Size of the inbox's event-id primary key, which every new event inserts into (from the database).",
+      help: "Size of the inbox's event-id index, which every new event inserts into (from the database).",
       registers: r,
     }),
     storeSharedBuffersBytes: new Gauge({

@@ -127,9 +127,11 @@ const RECORD_CLAIM_SQL = named(
 WITH locked AS MATERIALIZED (
   SELECT c.event_id, c.correspondence_id, c.occurred_at, c.received_at, c.type, c.payload,
          CASE WHEN c.payload IS NULL THEN c.raw_body END AS raw_body, c.attempts, c.source
-  FROM inbox c
-  WHERE c.event_id = ANY($2::text[])
-    AND c.status COLLATE "C" IN ('received', 'failed') -- by the primary key, not a partial index (see complete-queries.ts)
+  FROM unnest($2::text[]) AS k(event_id)
+  -- One probe of the id's hash index per event (migrations/012). Not event_id = ANY($2): a hash index answers
+  -- a list only through a bitmap scan, which CLAIM_PLAN turns off, and the claim would then read the whole inbox.
+  JOIN inbox c ON c.event_id = k.event_id
+  WHERE c.status COLLATE "C" IN ('received', 'failed') -- by the id, not a partial index (see complete-queries.ts)
     AND NOT ${inFlight('c')}
 ),
 claimable AS MATERIALIZED (
@@ -239,7 +241,7 @@ charged AS (
 )
 SELECT event_id, type, status FROM charged`;
 
-/** The status test and the id list keep the update on the primary key (see complete-queries.ts). */
+/** The status test and the id list keep the update on the event id's index (see complete-queries.ts). */
 export async function reapOrphanedAttempts(
   q: Queryable,
   maxAttempts: number,

@@ -9,10 +9,11 @@ import { INBOX_CHANNEL, type InboxStatus } from '../inbox/types.js';
  * the backlog, and statistics from a quiet moment (those indexes looked empty)
  * then let the planner walk one of them whole and filter, for every event of
  * the batch. The comparison under the "C" collation means the same (equality is
- * exact in every collation) but implies no index predicate, so only the primary
- * key can serve. The rows are also named as `event_id = ANY(…)`: joined only to
- * the unnested batch, the same statistics made the planner walk the whole
- * primary key.
+ * exact in every collation) but implies no index predicate, so only the event
+ * id's index can serve. The rows are also named as `event_id = ANY(…)`: joined
+ * only to the unnested batch, the same statistics made the planner walk a whole
+ * index. Since migration 012 that index is a hash index, which serves the list
+ * as a bitmap scan (a hash index takes no list in a plain index scan).
  */
 const IS_UNFINISHED = (alias: string): string => `${alias}.status COLLATE "C" IN ('received', 'failed')`;
 

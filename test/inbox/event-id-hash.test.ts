@@ -1,0 +1,73 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { migrate } from '../../src/db/migrate.js';
+import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
+import type { NewInboxEvent } from '../../src/inbox/types.js';
+import { availableStoreKinds, openTestStore } from '../support/db.js';
+import { migrationsBefore } from '../support/migrations.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+function event(id: string, status: 'received' | 'quarantined' = 'received'): NewInboxEvent {
+  const body = JSON.stringify({
+    event_id: id,
+    type: 'participant.acted',
+    at: '2026-11-18T10:15:00Z',
+    data: { correspondence_id: 'cor_1' },
+  });
+  return {
+    eventId: id,
+    type: 'participant.acted',
+    occurredAt: '2026-11-18T10:15:00Z',
+    payloadJson: null,
+    rawBody: Buffer.from(body),
+    signatureHeader: null,
+    headers: null,
+    endpointId: null,
+    source: 'webhook',
+    correspondenceId: 'cor_1',
+    secretIndex: null,
+    status,
+    lastError: status === 'quarantined' ? 'test' : null,
+  };
+}
+
+const ids = (prefix: string, n: number): string[] => Array.from({ length: n }, (_, i) => `${prefix}_${String(i).padStart(3, '0')}`);
+
+describe.each(await availableStoreKinds())('the event id as a hash index (migration 012) on %s', (kind) => {
+  it('upgrades an existing inbox without losing a row, and its ids still de-duplicate', async () => {
+    const store = await openTestStore(kind, { migrate: false });
+    cleanups.push(store.cleanup);
+    await migrate(store.db, { dir: migrationsBefore(12, cleanups) });
+    const old = ids('evt_before', 5);
+    expect(
+      await insertInboxBatch(
+        store.db,
+        old.map((id) => event(id)),
+      ),
+    ).toEqual(new Set(old));
+    const before = (await store.db.query('SELECT event_id, status, raw_body FROM inbox ORDER BY event_id')).rows;
+
+    await migrate(store.db);
+
+    expect((await store.db.query('SELECT event_id, status, raw_body FROM inbox ORDER BY event_id')).rows).toEqual(before);
+    const constraints = (
+      await store.db.query<{ conname: string; contype: string; method: string }>(
+        `SELECT c.conname, c.contype, am.amname AS method
+         FROM pg_constraint c JOIN pg_class i ON i.oid = c.conindid JOIN pg_am am ON am.oid = i.relam
+         WHERE c.conrelid = to_regclass('inbox')`,
+      )
+    ).rows;
+    expect(constraints).toEqual([{ conname: 'inbox_event_id_excl', contype: 'x', method: 'hash' }]);
+    // An id from before the upgrade, again with new ones in one flush: only the new ones are written.
+    const inserted = await insertInboxBatch(store.db, [event(old[2]!), event('evt_after_1'), event('evt_after_2')]);
+    expect(inserted).toEqual(new Set(['evt_after_1', 'evt_after_2']));
+    expect(Number((await store.db.query<{ n: string }>('SELECT count(*) AS n FROM inbox')).rows[0]!.n)).toBe(7);
+    // Written any other way, a second copy is refused by the constraint itself.
+    await expect(store.db.query(`INSERT INTO inbox (event_id, type) VALUES ($1, 'participant.acted')`, [old[0]])).rejects.toMatchObject({
+      code: '23P01',
+    });
+  });
+});
