@@ -3,7 +3,7 @@
  * that moves less than rates on a shared machine. Each receiver takes wrk load
  * (64 connections) after a 2 s warm-up, and the CPU time its process and its
  * Postgres backends used, from /proc, is divided by the rows it stored.
- * Knobs: CPU_RECEIVERS (comma-separated: gc_pk, gc_inbox, gc_wide, gc_seen, ingress, serve; `ingress@/dir`
+ * Knobs: CPU_RECEIVERS (comma-separated: gc_pk, gc_pk_hash, gc_inbox, gc_wide, gc_seen, ingress, serve; `ingress@/dir`
  * runs the build in another checkout, for before/after in one run; `serve` is every role in one
  * process, the worker with the projection included, and counts what it stored, as ingress does, with
  * what it finished beside it (a change that slows the worker can raise the stored rate);
@@ -35,6 +35,7 @@ import { CACHED_TOLERANCE_SECONDS, cachedRequests, requireWrk, runWrk } from './
  */
 const GROUP_COMMITS: Record<string, { mode: string; table: string; truncate: string }> = {
   gc_pk: { mode: 'pk', table: 'ref_pk', truncate: 'ref_pk' },
+  gc_pk_hash: { mode: 'pk_hash', table: 'ref_pk_hash', truncate: 'ref_pk_hash' },
   gc_inbox: { mode: 'inbox', table: 'inbox', truncate: 'inbox' },
   gc_wide: { mode: 'wide', table: 'ref_wide', truncate: 'ref_wide' },
   gc_seen: { mode: 'seen_intake', table: 'ref_intake', truncate: 'ref_intake, ref_seen' },
@@ -193,6 +194,7 @@ async function prepareDatabase(): Promise<{ database: Rig['database']; setup: Ri
   await migrate(setup);
   await setup.exec(
     `CREATE TABLE ref_pk (event_id text PRIMARY KEY, body bytea NOT NULL);
+     CREATE TABLE ref_pk_hash (event_id text NOT NULL, body bytea NOT NULL, EXCLUDE USING hash (event_id WITH =));
      CREATE TABLE ref_wide (LIKE inbox INCLUDING DEFAULTS INCLUDING CONSTRAINTS, PRIMARY KEY (event_id));
      CREATE TABLE ref_seen (event_id text PRIMARY KEY);
      CREATE TABLE ref_intake (LIKE inbox INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`,

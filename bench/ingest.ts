@@ -25,7 +25,7 @@ const SECRET = 'whsec_bench_7c4f0d2b9e8a41f6a3c5b1e0d9f8a7b6';
 
 interface Variant {
   name: string;
-  key: 'ceiling' | 'naive' | 'gc_pk' | 'gc_inbox' | 'ingress';
+  key: 'ceiling' | 'naive' | 'gc_pk' | 'gc_pk_hash' | 'gc_inbox' | 'ingress';
   table?: string;
   start(port: number, url: string): ReturnType<typeof startReference>;
 }
@@ -55,8 +55,8 @@ const tolerance = { POSTROOM_SIGNATURE_TOLERANCE_SECONDS: String(CACHED_TOLERANC
 const postroomEnv = (url: string): Record<string, string> => ({ DATABASE_URL: url, POSTROOM_WEBHOOK_SECRETS: SECRET, ...tolerance });
 
 export type ReceiverKey = Variant['key'];
-/** `npm run bench -- ingress`: postroom's ingress against the two group-commit references only, no 60 s serve. */
-export const INGRESS_COMPARISON: readonly ReceiverKey[] = ['gc_pk', 'gc_inbox', 'ingress'];
+/** `npm run bench -- ingress`: postroom's ingress against the group-commit references only, no 60 s serve. */
+export const INGRESS_COMPARISON: readonly ReceiverKey[] = ['gc_pk', 'gc_pk_hash', 'gc_inbox', 'ingress'];
 
 export async function benchIngest(
   options: {
@@ -82,7 +82,9 @@ export async function benchIngest(
   const setup = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
   await migrate(setup);
   await setup.exec(
-    'CREATE TABLE ref_pk (event_id text PRIMARY KEY, body bytea NOT NULL); CREATE TABLE ref_naive (event_id text PRIMARY KEY, body bytea NOT NULL)',
+    `CREATE TABLE ref_pk (event_id text PRIMARY KEY, body bytea NOT NULL);
+     CREATE TABLE ref_pk_hash (event_id text NOT NULL, body bytea NOT NULL, EXCLUDE USING hash (event_id WITH =));
+     CREATE TABLE ref_naive (event_id text PRIMARY KEY, body bytea NOT NULL)`,
   );
   // The reference receivers and the counts use plain connections: point them at postroom's schema, where the tables are.
   const refUrl = `${database.url}${database.url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${setup.schema}`)}`;
@@ -105,6 +107,12 @@ export async function benchIngest(
       key: 'gc_pk',
       table: 'ref_pk',
       start: (p, u) => startReference('group-commit.mjs', [String(p), u, SECRET, 'pk'], tolerance),
+    },
+    {
+      name: 'minimal group commit, id unique through a hash index',
+      key: 'gc_pk_hash',
+      table: 'ref_pk_hash',
+      start: (p, u) => startReference('group-commit.mjs', [String(p), u, SECRET, 'pk_hash'], tolerance),
     },
     {
       name: "minimal group commit into postroom's inbox table",
@@ -218,6 +226,7 @@ export async function benchIngest(
   const get = (k: Variant['key']): number => rows.find((r) => r.key === k)?.['accepted/s'] ?? Number.NaN;
   const ratios: Record<string, number> = {
     'ingress / minimal group commit (pk only)': get('ingress') / get('gc_pk'),
+    'ingress / minimal group commit (hash-unique id)': get('ingress') / get('gc_pk_hash'),
     'ingress / group commit into inbox': get('ingress') / get('gc_inbox'),
     'ingress / naive': get('ingress') / get('naive'),
     'ingress / verify-only ceiling': get('ingress') / get('ceiling'),

@@ -3,6 +3,8 @@
 // (one flush in flight, no timer), and is answered after that commit.
 // Tables, by the last argument:
 // - `pk`: a table with a primary key only, holding the id and the body;
+// - `pk_hash`: the same two columns, the id unique through a hash index (an
+//   exclusion constraint), as postroom's inbox keeps it since migration 012;
 // - `inbox`: postroom's own inbox table with all its indexes, the raw bytes kept;
 // - `wide`: the same columns as the inbox in a table with its primary key only
 //   (bench/cpu.ts: what the inbox's other indexes cost, apart from its row);
@@ -21,12 +23,15 @@ const COLUMNS = '(event_id, type, occurred_at, raw_body, correspondence_id)';
 const SQL = {
   pk: `INSERT INTO ref_pk (event_id, body) SELECT i, decode(b, 'base64') FROM unnest($1::text[], $2::text[]) AS u(i, b)
        ON CONFLICT (event_id) DO NOTHING`,
-  inbox: `INSERT INTO inbox ${COLUMNS} SELECT i, t, o, decode(b, 'base64'), c FROM ${ROWS} ON CONFLICT (event_id) DO NOTHING`,
+  pk_hash: `INSERT INTO ref_pk_hash (event_id, body) SELECT i, decode(b, 'base64') FROM unnest($1::text[], $2::text[]) AS u(i, b)
+       ON CONFLICT DO NOTHING`,
+  // The inbox's event id is unique through an exclusion constraint (migrations/012), which a conflict target cannot name.
+  inbox: `INSERT INTO inbox ${COLUMNS} SELECT i, t, o, decode(b, 'base64'), c FROM ${ROWS} ON CONFLICT DO NOTHING`,
   wide: `INSERT INTO ref_wide ${COLUMNS} SELECT i, t, o, decode(b, 'base64'), c FROM ${ROWS} ON CONFLICT (event_id) DO NOTHING`,
   seen_intake: `WITH seen AS (INSERT INTO ref_seen (event_id) SELECT i FROM unnest($1::text[]) AS i ON CONFLICT DO NOTHING RETURNING event_id)
        INSERT INTO ref_intake ${COLUMNS} SELECT i, t, o, decode(b, 'base64'), c FROM ${ROWS} JOIN seen ON seen.event_id = u.i`,
 }[table];
-if (!SQL) throw new Error(`unknown table ${table}: pk, inbox, wide or seen_intake`);
+if (!SQL) throw new Error(`unknown table ${table}: pk, pk_hash, inbox, wide or seen_intake`);
 const queue = [];
 let flushing = false;
 async function flush() {
@@ -38,7 +43,7 @@ async function flush() {
     const ids = rows.map((w) => w.event.event_id);
     const bodies = rows.map((w) => w.body.toString('base64'));
     const params =
-      table === 'pk'
+      table === 'pk' || table === 'pk_hash'
         ? [ids, bodies]
         : [
             ids,
