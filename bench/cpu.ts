@@ -4,7 +4,8 @@
  * (64 connections) after a 2 s warm-up, and the CPU time its process and its
  * Postgres backends used, from /proc, is divided by the rows it stored.
  * Knobs: CPU_RECEIVERS (comma-separated: gc_pk, gc_pk_hash, gc_inbox, gc_wide, gc_seen, ingress, serve; `ingress@/dir`
- * runs the build in another checkout, for before/after in one run; `serve` is every role in one
+ * runs the build in another checkout, for before/after in one run (in CPU_SLICES mode each receiver's database
+ * gets the migrations of its own build, so builds with different schemas compare too); `serve` is every role in one
  * process, the worker with the projection included, and counts what it stored, as ingress does, with
  * what it finished beside it (a change that slows the worker can raise the stored rate);
  * `ingress+--flag` adds Node options), CPU_SECONDS, CPU_RUNS, CPU_PROF_DIR (every
@@ -145,8 +146,7 @@ async function startGroupCommit(port: number, url: string, table: string, profDi
 /** `ingress` or `serve`, `…@/other/root` (another build), `…+--v8-flag` (NODE_OPTIONS), or both. */
 function startIngressKey(key: string, port: number, url: string, profDir: string | undefined): Promise<ChildProcess> {
   const [base, ...opts] = key.split('+');
-  const at = base!.indexOf('@');
-  const root = at === -1 ? ROOT : base!.slice(at + 1);
+  const root = buildRoot(key) ?? ROOT;
   const role = base!.startsWith('serve') ? 'all' : 'ingress';
   return startIngress(port, url, profDir, root, key.replace(/[^A-Za-z0-9_=-]/g, '_'), opts.join(' ') || undefined, role);
 }
@@ -188,10 +188,22 @@ interface Rig {
   admin: pg.Client;
 }
 
-async function prepareDatabase(): Promise<{ database: Rig['database']; setup: Rig['setup']; admin: pg.Client; refUrl: string }> {
+/** The checkout a receiver key runs (`ingress@/other/root`), or undefined for this one. */
+function buildRoot(key: string): string | undefined {
+  const base = key.split('+')[0]!;
+  const at = base.indexOf('@');
+  return at === -1 ? undefined : base.slice(at + 1);
+}
+
+/**
+ * A database for one receiver, migrated by the migrations of the build it runs: a build that changes the
+ * schema (migrations/012) is compared with one before it, each on its own schema.
+ */
+async function prepareDatabase(key = ''): Promise<{ database: Rig['database']; setup: Rig['setup']; admin: pg.Client; refUrl: string }> {
   const database = await benchDatabase();
   const setup = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
-  await migrate(setup);
+  const root = buildRoot(key);
+  await migrate(setup, root === undefined ? {} : { dir: path.join(root, 'migrations') });
   await setup.exec(
     `CREATE TABLE ref_pk (event_id text PRIMARY KEY, body bytea NOT NULL);
      CREATE TABLE ref_pk_hash (event_id text NOT NULL, body bytea NOT NULL, EXCLUDE USING hash (event_id WITH =));
@@ -305,7 +317,7 @@ async function alternate(): Promise<void> {
   const orphans: Array<() => Promise<void>> = [];
   try {
     for (const [i, key] of keys.entries()) {
-      const { database, setup, admin, refUrl } = await prepareDatabase();
+      const { database, setup, admin, refUrl } = await prepareDatabase(key);
       // Until its receiver is up and a rig holds it, the database is dropped from here.
       const release = async (): Promise<void> => {
         await admin.end();

@@ -15,7 +15,7 @@ const started = Date.now();
 const results: Record<string, unknown> = {};
 if (!only || only === 'verify') results.verify = await benchVerify();
 if (!only || only === 'ingest') results.ingest = await benchIngest(ingestOptionsFromEnv());
-// The quick comparison: ingress against the two group-commit references, no 60 s serve (BENCH_SUSTAIN_SECONDS adds it).
+// The quick comparison: ingress against the group-commit references, no 60 s serve (BENCH_SUSTAIN_SECONDS adds it).
 if (only === 'ingress') results.ingest = await benchIngest(ingestOptionsFromEnv({ receivers: INGRESS_COMPARISON, sustainSeconds: 0 }));
 if (!only || only === 'worker') results.worker = await benchWorker(workerOptionsFromEnv());
 if (!only || only === 'reconcile') results.reconcile = await benchReconcile();
