@@ -9,7 +9,7 @@ const NEEDS_ESCAPE = /["\\]/;
  *
  * node-postgres builds the same literal from a JS array, but runs every element through its
  * value conversion and two regular-expression replacements: together about 20 µs per event in
- * `serve`, whose statements send some forty array elements per event (docs/benchmarks.md,
+ * `serve`, whose statements send some forty array elements per event (docs/benchmarks-history.md,
  * "stop 25"). Here an element with nothing to escape, nearly every id, type and status, is
  * copied as it is. Every element is quoted, as node-postgres quotes them, so a string that reads
  * NULL stays a string; inside quotes only `"` and `\` need a backslash.

@@ -22,7 +22,7 @@ import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
  *
  * Prepared (named()): parsing and planning this statement cost Postgres about
  * 0.2 ms per flush, 3.4 µs per row of a 64-row flush and twice that at the
- * ~32 rows a flush holds at 64 connections (docs/benchmarks.md, stop 23).
+ * ~32 rows a flush holds at 64 connections (docs/benchmarks-history.md, stop 23).
  *
  * A delivery's kept headers (accept.ts) nearly always hold the event id and type
  * that ingress has just checked against the signed body, beside a content type

@@ -3,7 +3,7 @@
  *
  * Each request used to arm a timer of its own and clear it when its write
  * finished: a Timeout object and two updates of Node's timer lists per request,
- * about 1 µs of its ~35 µs of process CPU (docs/benchmarks.md, stop 30). Every
+ * about 1 µs of its ~35 µs of process CPU (docs/benchmarks-history.md, stop 30). Every
  * request has the same budget, so their deadlines come in the order they arrive:
  * a queue in arrival order, with one timer armed for the oldest unanswered one,
  * gives each the same answer at the same moment.
