@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.js';
 import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
-import type { NewInboxEvent } from '../../src/inbox/types.js';
 import { availableStoreKinds, openTestStore } from '../support/db.js';
+import { envelope, toRow } from '../worker/support.js';
 import { migrationsBefore } from '../support/migrations.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -10,38 +10,14 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-function event(id: string, status: 'received' | 'quarantined' = 'received'): NewInboxEvent {
-  const body = JSON.stringify({
-    event_id: id,
-    type: 'participant.acted',
-    at: '2026-11-18T10:15:00Z',
-    data: { correspondence_id: 'cor_1' },
-  });
-  return {
-    eventId: id,
-    type: 'participant.acted',
-    occurredAt: '2026-11-18T10:15:00Z',
-    payloadJson: null,
-    rawBody: Buffer.from(body),
-    signatureHeader: null,
-    headers: null,
-    endpointId: null,
-    source: 'webhook',
-    correspondenceId: 'cor_1',
-    secretIndex: null,
-    status,
-    lastError: status === 'quarantined' ? 'test' : null,
-  };
-}
-
-const ids = (prefix: string, n: number): string[] => Array.from({ length: n }, (_, i) => `${prefix}_${String(i).padStart(3, '0')}`);
+const event = (id: string) => toRow(envelope('participant.acted', { correspondence_id: 'cor_1' }, '2026-11-18T10:15:00Z', id));
 
 describe.each(await availableStoreKinds())('the event id as a hash index (migration 012) on %s', (kind) => {
   it('upgrades an existing inbox without losing a row, and its ids still de-duplicate', async () => {
     const store = await openTestStore(kind, { migrate: false });
     cleanups.push(store.cleanup);
     await migrate(store.db, { dir: migrationsBefore(12, cleanups) });
-    const old = ids('evt_before', 5);
+    const old = Array.from({ length: 5 }, (_, i) => `evt_before_${i}`);
     expect(
       await insertInboxBatch(
         store.db,

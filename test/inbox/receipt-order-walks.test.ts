@@ -1,56 +1,21 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { pageReplayable, prunePage, type InboxCursor } from '../../src/inbox/admin-queries.js';
-import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
-import type { NewInboxEvent } from '../../src/inbox/types.js';
 import { replayMatching } from '../../src/worker/replay.js';
 import { availableStoreKinds, openTestStore } from '../support/db.js';
+import { insertFlush } from '../worker/support.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-function event(id: string, status: 'received' | 'quarantined' = 'received'): NewInboxEvent {
-  const body = JSON.stringify({
-    event_id: id,
-    type: 'participant.acted',
-    at: '2026-11-18T10:15:00Z',
-    data: { correspondence_id: 'cor_1' },
-  });
-  return {
-    eventId: id,
-    type: 'participant.acted',
-    occurredAt: '2026-11-18T10:15:00Z',
-    payloadJson: null,
-    rawBody: Buffer.from(body),
-    signatureHeader: null,
-    headers: null,
-    endpointId: null,
-    source: 'webhook',
-    correspondenceId: 'cor_1',
-    secretIndex: null,
-    status,
-    lastError: status === 'quarantined' ? 'test' : null,
-  };
-}
-
-const ids = (prefix: string, n: number): string[] => Array.from({ length: n }, (_, i) => `${prefix}_${String(i).padStart(3, '0')}`);
-
 describe.each(await availableStoreKinds())('walks of the inbox in receipt order on %s', (kind) => {
   it('prunes every finished row once, in pages smaller than a flush whose rows share received_at', async () => {
     const store = await openTestStore(kind);
     cleanups.push(store.cleanup);
     // Two flushes: every row of one flush has the same received_at (its transaction's now()).
-    const first = ids('evt_p_b', 7);
-    const second = ids('evt_p_a', 6);
-    await insertInboxBatch(
-      store.db,
-      first.map((id) => event(id)),
-    );
-    await insertInboxBatch(
-      store.db,
-      second.map((id) => event(id)),
-    );
+    await insertFlush(store.db, 'evt_p_b', 7);
+    await insertFlush(store.db, 'evt_p_a', 6);
     await store.db.query(`UPDATE inbox SET status = 'processed', processed_at = now() - interval '2 days' WHERE event_id <> $1`, [
       'evt_p_a_003',
     ]);
@@ -76,16 +41,8 @@ describe.each(await availableStoreKinds())('walks of the inbox in receipt order 
   it('pages replay candidates in receipt order, each once, across rows that share received_at', async () => {
     const store = await openTestStore(kind);
     cleanups.push(store.cleanup);
-    const first = ids('evt_r_z', 5);
-    const second = ids('evt_r_a', 4);
-    await insertInboxBatch(
-      store.db,
-      first.map((id) => event(id)),
-    );
-    await insertInboxBatch(
-      store.db,
-      second.map((id) => event(id)),
-    );
+    const first = await insertFlush(store.db, 'evt_r_z', 5);
+    const second = await insertFlush(store.db, 'evt_r_a', 4);
     await store.db.query(`UPDATE inbox SET status = 'dead', attempts = 5`);
 
     const seen: string[] = [];

@@ -33,6 +33,19 @@ export async function insertEnvelopes(db: Queryable, events: readonly Envelope[]
   );
 }
 
+/**
+ * One flush of `n` participant.acted events of one correspondence, ids `${prefix}_000` upward: their
+ * rows share received_at (the flush's now()). Returns the ids.
+ */
+export async function insertFlush(db: Queryable, prefix: string, n: number): Promise<string[]> {
+  const ids = Array.from({ length: n }, (_, i) => `${prefix}_${String(i).padStart(3, '0')}`);
+  await insertEnvelopes(
+    db,
+    ids.map((id) => envelope('participant.acted', { correspondence_id: 'cor_1' }, '2026-11-18T10:15:00Z', id)),
+  );
+  return ids;
+}
+
 export interface InboxRow {
   event_id: string;
   status: string;
