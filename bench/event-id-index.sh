@@ -5,6 +5,8 @@
 # and at 100k. Each pair alternates (B-tree, hash, B-tree, hash) for SECONDS each, with pgbench and 2 clients;
 # prints transactions per second and the WAL each run wrote. Bounded: one scratch database, dropped at the end.
 # Needs Postgres (DATABASE_URL as an admin URL, default postgres://postgres@127.0.0.1:5432/postgres) and pgbench.
+# DB_OPTS are added to CREATE DATABASE, e.g. DB_OPTS="locale_provider icu icu_locale 'en-US' template template0"
+# for a collation closer to a typical production default than this machine's C.UTF-8.
 set -euo pipefail
 ADMIN_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 ROWS="${ROWS:-10000000}"
@@ -12,7 +14,7 @@ SMALL="${SMALL:-100000}"
 SECONDS_EACH="${SECONDS_EACH:-15}"
 DB="postroom_bench_idx_$$"
 URL="${ADMIN_URL%/*}/$DB"
-psql "$ADMIN_URL" -qc "CREATE DATABASE $DB"
+psql "$ADMIN_URL" -qc "CREATE DATABASE $DB ${DB_OPTS:-}"
 trap 'psql "$ADMIN_URL" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)"' EXIT
 
 psql "$URL" -q <<SQL
