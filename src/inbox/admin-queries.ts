@@ -48,9 +48,9 @@ export async function countReplayable(q: Queryable, f: ReplayFilter): Promise<nu
 }
 
 /**
- * Where a walk of the inbox in receipt order stopped: the last row's received_at, as Postgres's
- * own text (microseconds, which a JS Date would cut to milliseconds), and its id, which orders the
- * rows of one flush (they share received_at).
+ * Where a walk of the inbox in receipt order stopped: the last row's received_at, as text to the
+ * microsecond (a JS Date would cut it to milliseconds), and its id, which orders the rows of one
+ * flush (they share received_at).
  */
 export interface InboxCursor {
   receivedAt: string;
@@ -60,6 +60,8 @@ export interface InboxCursor {
 /** The page condition and order of a walk in receipt order; `p` is the cursor's first parameter. */
 const AFTER_CURSOR = (p: number): string => `($${p}::text IS NULL OR (received_at, event_id) > ($${p}::timestamptz, $${p + 1}::text))`;
 const IN_RECEIPT_ORDER = 'ORDER BY received_at, event_id';
+/** received_at in UTC to the microsecond, whatever the session's DateStyle and TimeZone. */
+const CURSOR_TEXT = `to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /** A page of matching rows after `after`, in receipt order (inbox_attention_idx: dead and quarantined rows only). */
 export async function pageReplayable(
@@ -72,7 +74,7 @@ export async function pageReplayable(
   const where = inboxFilterSql(f, params);
   params.push(after?.receivedAt ?? null, after?.eventId ?? null, limit);
   const res = await q.query<ReplayCandidate & { received_at_text: string }>(
-    `SELECT ${CANDIDATE_COLUMNS}, received_at::text AS received_at_text FROM inbox
+    `SELECT ${CANDIDATE_COLUMNS}, ${CURSOR_TEXT} AS received_at_text FROM inbox
      WHERE ${where} AND ${AFTER_CURSOR(params.length - 2)}
      ${IN_RECEIPT_ORDER} LIMIT $${params.length}`,
     params,
@@ -175,9 +177,9 @@ export async function prunePage(
        FROM page WHERE i.event_id = page.event_id
        RETURNING i.event_id
      ),
-     last AS (SELECT received_at, event_id FROM page ${IN_RECEIPT_ORDER} DESC LIMIT 1)
+     last AS (SELECT received_at, event_id FROM page ORDER BY received_at DESC, event_id DESC LIMIT 1)
      SELECT (SELECT count(*) FROM pruned)::int AS pruned,
-            (SELECT received_at::text FROM last) AS last_received_at, (SELECT event_id FROM last) AS last_id`,
+            (SELECT ${CURSOR_TEXT} FROM last) AS last_received_at, (SELECT event_id FROM last) AS last_id`,
     [olderThanMs / 1000, after?.receivedAt ?? null, after?.eventId ?? null, limit],
   );
   const row = res.rows[0];
