@@ -84,9 +84,22 @@ function usualHeaders(
   return { contentType, userAgent };
 }
 
-/** Inserts events (unique ids expected) and returns the set of ids that were new. */
-export async function insertInboxBatch(q: Queryable, events: readonly NewInboxEvent[]): Promise<Set<string>> {
-  if (events.length === 0) return new Set();
+const byEventId = (a: NewInboxEvent, b: NewInboxEvent): number => (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0);
+
+/**
+ * Inserts events (unique ids expected) and returns the set of ids that were new.
+ *
+ * Rows go in in event-id order. Two replicas flushing at once share ids whenever
+ * the service retries a delivery still waiting on the first one's commit, and
+ * each waits at a shared id until the other's flush ends: in arrival order, each
+ * could hold an id the other waits on, a deadlock Postgres ends after
+ * deadlock_timeout by failing one flush, whose whole batch is then answered 503.
+ * In one order, the first to reach a shared id has already passed every smaller
+ * one, so waits never form a cycle.
+ */
+export async function insertInboxBatch(q: Queryable, unordered: readonly NewInboxEvent[]): Promise<Set<string>> {
+  if (unordered.length === 0) return new Set();
+  const events = unordered.length === 1 ? unordered : [...unordered].sort(byEventId);
   const n = events.length;
   const cols: ArrayElement[][] = Array.from({ length: 16 }, () => new Array<ArrayElement>(n));
   const bodies: Uint8Array[] = [];
