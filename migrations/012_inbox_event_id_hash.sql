@@ -5,11 +5,12 @@
 -- sorted order (about 85 bytes of index per id: 849 MB at ten million), and the
 -- service's ids are random, so each new event wrote to a random leaf page of it.
 -- Once that index outgrew shared_buffers, each checkpoint made the next write to
--- every such page log a full 8 kB image: at ten million ids, 2.7 GB of WAL in 15 s
--- of inserts against 1.1 GB for the hash index below, which stores a 4-byte hash
--- code per id (324 MB at ten million) and needs no comparison of whole ids to
+-- every such page log a full 8 kB image: at ten million ids, 2.5-2.8 GB of WAL in
+-- 15 s of inserts against 1.0 GB for the hash index below, which stores a 4-byte
+-- hash code per id (324 MB at ten million) and needs no comparison of whole ids to
 -- place one. Measured side by side (docs/benchmarks.md, "stop 31"): inserts of 32
--- ids 1.6x faster at ten million and 1.2x faster at a hundred thousand.
+-- ids 1.50x faster at ten million and 1.17x at a hundred thousand (1.60x and 1.25x
+-- on an ICU database).
 --
 -- A hash index cannot be UNIQUE, so the uniqueness is an exclusion constraint on
 -- equality, which Postgres enforces exactly as a unique index (a hash match is
