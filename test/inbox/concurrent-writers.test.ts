@@ -61,19 +61,26 @@ describe.runIf(onPostgres)('writers of the same event ids at once (two replicas)
       const [x, y, z] = ids(outcome.replace(' ', '_'), 3);
       let release!: () => void;
       const held = new Promise<void>((r) => (release = r));
+      let written!: () => void;
+      const insertDone = new Promise<void>((r) => (written = r));
       const first = replicaA
         .transaction(async (tx) => {
           const inserted = await insertInboxBatch(tx, [event(x!), event(y!)]);
+          written();
           await held;
           if (outcome === 'rolls back') throw new Error('the flush fails after its insert');
           return inserted;
         })
         .catch((err: Error) => err);
-      // A's insert must be in before B starts; its transaction then stays open until released.
-      await new Promise((r) => setTimeout(r, 50));
+      // A's insert is in before B starts; its transaction then stays open until released.
+      await Promise.race([insertDone, first]);
       const second = insertInboxBatch(replicaB, [event(y!), event(z!)]);
-      await untilBWaits();
-      release();
+      try {
+        await untilBWaits();
+      } finally {
+        // Released either way, so a failed wait fails this test instead of holding A's transaction open.
+        release();
+      }
 
       if (outcome === 'commits') {
         expect(await first).toEqual(new Set([x, y]));
