@@ -1,0 +1,21 @@
+-- Room on every projection page for the next version of its rows.
+--
+-- Every event of a correspondence rewrites its projection row, and usually a
+-- participant's. Postgres writes an update as a new version of the row. With
+-- the page full (fillfactor 100, the default), that version goes to another
+-- page and every index of the table gets an entry for it. With room left on
+-- the page, it stays there as a heap-only tuple (a HOT update): no index entry,
+-- less WAL, and the old version is reclaimed on a later visit to the page. The
+-- projection's keys never change, and status_rank (the predicate of
+-- correspondence_projection_open_idx) rarely does, so nearly every update can
+-- be HOT once there is room.
+--
+-- Measured in a worker drain (docs/benchmarks.md, "stop 32"): HOT updates 10%
+-- to 88% of the correspondences' and 4% to 61% of the participants', the
+-- projection's WAL a third less, Postgres about a tenth less CPU per event. The
+-- cost is space: pages filled from now on keep 30% free.
+--
+-- Setting it rewrites nothing and takes only a brief lock. Pages already full
+-- get the room when the table is next rewritten (docs/runbook.md).
+ALTER TABLE correspondence_projection SET (fillfactor = 70);
+ALTER TABLE participant_projection SET (fillfactor = 70);
