@@ -10,10 +10,10 @@
 -- correspondence_projection_open_idx) rarely does, so nearly every update can
 -- be HOT once there is room.
 --
--- Measured in a worker drain (docs/benchmarks.md, "stop 32"): HOT updates 10%
--- to 88% of the correspondences' and 4% to 61% of the participants', the
--- projection's WAL a third less, Postgres about a tenth less CPU per event. The
--- cost is space: pages filled from now on keep 30% free.
+-- Measured in a worker drain against the build before it (docs/benchmarks.md,
+-- "stop 32"): HOT updates from 8-11% to 88% of the correspondences' and from
+-- 3-4% to 61% of the participants', Postgres 0.83x the CPU per event, the drain
+-- 1.12x as fast. The cost is space: pages filled from now on keep 30% free.
 --
 -- Setting it rewrites nothing and takes only a brief lock. Pages already full
 -- get the room when the table is next rewritten (docs/runbook.md).

@@ -1,12 +1,19 @@
 // postroom's side of bench/worker.ts, in a process of its own so that it runs under the same Node as
 // graphile-worker (Node 24) and from the compiled package, as `postroom serve` does. The worker as serve
 // runs it: the projection on, a no-op user handler. The events are already in the inbox.
-// Prints one JSON line: { node, events, seconds, participants, process_us, postgres_us }, the last two being
+// Prints one JSON line: { node, events, seconds, participants, hot_updates, process_us, postgres_us }, the last two being
 // CPU per event of this process and of its Postgres backends (from /proc: Postgres runs on this machine),
 // which move less than rates between runs on a shared machine.
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { createPgDb, createPostroom, silentLogger } from 'postroom';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+// BENCH_POSTROOM_BUILD: another checkout's compiled package, for before/after with this same harness.
+const build = process.env.BENCH_POSTROOM_BUILD;
+const { createPgDb, createPostroom, silentLogger } = await import(
+  build ? pathToFileURL(path.join(build, 'dist/index.js')).href : 'postroom'
+);
 
 const [url, eventsArg, concurrencyArg, targetArg] = process.argv.slice(2);
 const events = Number(eventsArg);
@@ -56,6 +63,17 @@ const postgresSeconds = await backendCpu();
 await postroom.stop(5000);
 await db.close();
 const participants = (await watch.query('SELECT count(*)::int AS n FROM participant_projection')).rows[0].n;
+// The share of the projection's updates that stayed on their page (HOT: no index entries). A backend reports its
+// counts when it ends, or at most a second after its last: the pool's have ended; wait for their reports to land.
+await new Promise((r) => setTimeout(r, 1500));
+const hot = Object.fromEntries(
+  (
+    await watch.query(
+      `SELECT relname, round(n_tup_hot_upd::numeric / nullif(n_tup_upd, 0), 3)::float8 AS share FROM pg_stat_user_tables
+       WHERE schemaname = current_schema() AND relname IN ('correspondence_projection', 'participant_projection')`,
+    )
+  ).rows.map((r) => [r.relname.replace('_projection', ''), r.share]),
+);
 await watch.close();
 console.log(
   JSON.stringify({
@@ -63,6 +81,7 @@ console.log(
     events,
     seconds,
     participants,
+    hot_updates: hot,
     process_us: Math.round((cpu.user + cpu.system) / events),
     postgres_us: Math.round((postgresSeconds * 1e6) / events),
   }),
