@@ -1,9 +1,11 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logging/logger.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { createPostroom, type Postroom } from '../../src/app/postroom.js';
 import { getProjectedCorrespondence } from '../../src/projection/read.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
+import { captureLog } from '../support/log-capture.js';
 import { countByStatus, createEffectsTable, EFFECT_SQL, envelope, inboxRow, insertEnvelopes, makeDue } from './support.js';
 
 const kinds = await availableStoreKinds();
@@ -171,6 +173,35 @@ describe.each(kinds)('worker processing (%s)', (kind) => {
     expect((await store.db.query<{ event_id: string }>('SELECT event_id FROM effects')).rows.map((r) => r.event_id)).toEqual([
       fine.event_id,
     ]);
+  });
+
+  it("gives a handler its event's logger, and a signal already aborted if it first looks after its time-out", async () => {
+    // A handler that outlives its time-out and only then looks at ctx.signal must still be told to stop.
+    const log = captureLog();
+    const logger = createLogger({ level: 'info', destination: log.stream });
+    postroom = createPostroom({ db: store.db, logger, worker: { ...FAST, handlerTimeoutMs: 200 } });
+    let seen: { aborted: boolean; reason: unknown } | undefined;
+    let looked: () => void = () => undefined;
+    const lookedLate = new Promise<void>((resolve) => (looked = resolve));
+    postroom.on('participant.acted', async (event, ctx) => {
+      ctx.logger.info({ act: event.data.act }, 'handled');
+      if (event.data.act !== 'slow') return;
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      seen = { aborted: ctx.signal.aborted, reason: ctx.signal.reason };
+      looked();
+    });
+    const slow = acted('cor_late', 'p1', 'slow', '2026-01-01T00:00:01Z');
+    const quick = acted('cor_quick', 'p1', 'read', '2026-01-01T00:00:02Z');
+    await insertEnvelopes(store.db, [slow, quick]);
+    await postroom.drain();
+    await lookedLate;
+    expect(seen).toMatchObject({ aborted: true, reason: expect.objectContaining({ code: 'handler_timeout' }) });
+    expect(log.lines().filter((l) => l.msg === 'handled')).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ event_id: slow.event_id, type: 'participant.acted', act: 'slow' }),
+        expect.objectContaining({ event_id: quick.event_id, type: 'participant.acted', act: 'read' }),
+      ]),
+    );
   });
 
   it('goes dead after the maximum attempts with its last error, and releases nothing it should not', async () => {
