@@ -3,6 +3,7 @@
  * and the same count of no-op jobs through the current graphile-worker, in the
  * same run. Both run under the same Node (24: graphile-worker 0.18 needs
  * >= 22.18), each in its own process; this process only prepares the databases.
+ * With BENCH_WORKER_BUILDS, postroom's drain only, build against build (compareWorkerBuilds).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
