@@ -42,3 +42,13 @@ export async function availableExplanations(q: Queryable, correspondenceIds: rea
   );
   return res.rows;
 }
+
+/** Which of these explanations have already closed a gap (a standing one is stored when it does). */
+export async function usedExplanationIds(q: Queryable, explanationIds: readonly string[]): Promise<Set<string>> {
+  if (explanationIds.length === 0) return new Set();
+  const res = await q.query<{ explanation_id: string }>(
+    `SELECT explanation_id FROM reconcile_explanations WHERE explanation_id = ANY($1::text[]) AND used_by_gap IS NOT NULL`,
+    [explanationIds],
+  );
+  return new Set(res.rows.map((r) => r.explanation_id));
+}

@@ -102,7 +102,9 @@ export async function openGapsToMatch(
 
 /**
  * Closes one gap with the evidence that explains it, and uses up a single
- * explanation, in one transaction: neither happens without the other.
+ * explanation, in one transaction: neither happens without the other. Run it
+ * in a transaction: when the gap turns out not to be open any more, the
+ * explanation is handed back, so it still counts for another gap.
  */
 export async function closeGapWithEvidence(
   q: Queryable,
@@ -126,7 +128,14 @@ export async function closeGapWithEvidence(
     `UPDATE reconcile_gaps SET status = $2, resolved_at = now(), reason = $3, evidence = $4::jsonb WHERE gap_id = $1 AND status = 'open'`,
     [p.gapId, p.status, p.reason, JSON.stringify(p.evidence)],
   );
-  return res.rowCount === 1;
+  if (res.rowCount === 1) return true;
+  if (p.single) {
+    await q.query(`UPDATE reconcile_explanations SET used_by_gap = NULL WHERE explanation_id = $1 AND used_by_gap = $2`, [
+      p.explanationId,
+      p.gapId,
+    ]);
+  }
+  return false;
 }
 
 /** The event types among open gaps (to decide which nothing consumes). */
