@@ -273,9 +273,13 @@ export function planCorrespondence(
     // counted below: the read model never saw their participants held.)
     // A claim whose effect the read model already has (the delivery's participant.acted arrived, or an
     // earlier re-read synced the state): what the file shows now accounts for it, as for a superseded act.
-    // Delivered later than the file's creation is what a redeemed claim looks like; undeliverable, a lapsed one.
-    if (m?.state === p.state && created !== null) {
-      if (p.state === 'delivered' && lastActAt !== null && lastActAt > created) {
+    // Delivered later than the file's creation, with that delivery its latest act, is what a redeemed claim
+    // looks like on a direct send (a queued send's participants start pending, never held). A later act
+    // (read, signed) hides when the participant was delivered: at creation, never held, as far as the file
+    // shows, so it explains no claim and the claim's gap stays open for on-call. Undeliverable is what a
+    // lapsed claim looks like.
+    if (m?.state === p.state && created !== null && !service.send_summary) {
+      if (p.state === 'delivered' && lastAct === 'delivered' && lastActAt !== null && lastActAt > created) {
         explain(
           {
             event_type: 'claim.claimed',

@@ -138,11 +138,45 @@ describe('planCorrespondence: what a re-read explains', () => {
   it('stores nothing when the projection equals the service; what the file shows still accounts for acts it superseded', () => {
     const plan = planCorrespondence(service(), projected(), now, 120_000);
     expect(plan.explanations).toEqual([]);
-    // par_1 acted after the file was created (so may have been claimed then); par_2 is held: nothing to account for.
+    // par_1 read after the file was created: whether it was ever held the file does not show, so no claim;
+    // par_2 is held: nothing to account for.
     expect(plan.standing.map((e) => `${e.event_type}:${e.outcome}:${e.participant_id}`).sort()).toEqual([
-      'claim.claimed:state_synced:par_1',
       'participant.acted:state_synced:par_1',
     ]);
+  });
+
+  it('a claim the read model already has: a participant of a direct send whose latest act is its delivery, after the creation', () => {
+    const delivered = {
+      participant_id: 'par_1',
+      ref: 'r1',
+      state: 'delivered',
+      last_act: 'delivered',
+      last_act_at: '2026-11-20T11:00:00.000Z',
+    };
+    const claims = (s: ServiceFile) =>
+      planCorrespondence(s, projected({ participants: [delivered] }), now, 120_000)
+        .standing.filter((e) => e.event_type.startsWith('claim.'))
+        .map((e) => `${e.event_type}:${e.participant_id}`);
+    expect(claims(service({ participants: [delivered] } as Partial<Correspondence>))).toEqual(['claim.claimed:par_1']);
+    // A queued send's participants start pending, never held: its later deliveries are no claims.
+    expect(
+      claims(
+        service({
+          participants: [delivered],
+          send_summary: { delivered: 1, held: 0, undeliverable: 0, total: 1 },
+        } as Partial<Correspondence>),
+      ),
+    ).toEqual([]);
+    // Delivered at the creation itself: it was never held.
+    const atCreation = { ...delivered, last_act_at: '2026-11-20T10:00:00.000Z' };
+    expect(
+      planCorrespondence(
+        service({ participants: [atCreation] } as Partial<Correspondence>),
+        projected({ participants: [atCreation] }),
+        now,
+        120_000,
+      ).standing.filter((e) => e.event_type.startsWith('claim.')),
+    ).toEqual([]);
   });
 
   it('a file never seen: its creation exactly, its latest act exactly, earlier acts as superseded, a claim it may have held', () => {
