@@ -2,7 +2,7 @@ import type { Db } from '../db/types.js';
 import { CORRESPONDENCE_SCOPED_TYPES } from './dead-deliveries.js';
 import { availableExplanations, insertExplanations, usedExplanationIds } from './explanation-queries.js';
 import { closeGapWithEvidence, openGapsToMatch } from './gap-queries.js';
-import { matchGaps } from './match.js';
+import { candidateFiles, matchGaps } from './match.js';
 import type { Explanation } from './synthetic.js';
 
 /**
@@ -10,6 +10,15 @@ import type { Explanation } from './synthetic.js';
  * evidence: which correspondence, re-read when, what it showed and which
  * synthetic event made it good. Only gaps first seen before the re-read began
  * and only explanations of files re-read in this run count.
+ *
+ * The delivery listing does not name the event's file, so a gap is paired with an
+ * explanation by type and time. When only one re-read file fits (or the delivery
+ * named it), the evidence names the gap's own file. When several fit, any of them
+ * may be the event's: the evidence says so and lists them, and names the paired
+ * one only as the explanation used. Each of those files was re-read and synced,
+ * so the claim holds for the set, but on-call must not be sent to one file as if
+ * it were known to be the event's. A claim's own file may show nothing of it, so
+ * a claim's evidence names no file as its own, however many fit.
  *
  * What a file shows now but no re-read stored (`standing`) is stored when it
  * closes a gap, as used: one standing for a single event then closes one gap
@@ -32,6 +41,9 @@ export async function closeExplainedGaps(
   const explanations = [...(await availableExplanations(db, p.rereadIds)), ...standing];
   for (const { gap, explanation: e } of matchGaps(gaps, explanations)) {
     const deltaMs = gap.delivery_created_at ? gap.delivery_created_at.getTime() - e.anchor.getTime() : null;
+    const attribution = attributionOf(gap, candidateFiles(gap, explanations), e.correspondence_id);
+    const paired = `paired by type and time with ${e.correspondence_id}`;
+    const outcome = e.outcome === 'recovered' ? 'recovered' : 'state synced';
     const closed = await db.transaction(async (tx) => {
       if (e.single && standingIds.has(e.explanation_id)) await insertExplanations(tx, [e], p.runId);
       return closeGapWithEvidence(tx, {
@@ -39,10 +51,18 @@ export async function closeExplainedGaps(
         status: e.outcome,
         explanationId: e.explanation_id,
         single: e.single,
-        reason: `${e.outcome === 'recovered' ? 'recovered' : 'state synced'} from a re-read of ${e.correspondence_id}: ${e.detail}`,
+        reason:
+          attribution.attribution === 'claim_pairing'
+            ? `${outcome}: a claim's file cannot be told from its delivery, and a later act can hide the claim in its own file; ` +
+              `${paired}, one of ${attribution.candidate_count} re-read file(s) with a participant changed as a claim changes one in this delivery's window: ${e.detail}`
+            : attribution.attribution === 'type_and_time'
+              ? `${outcome} from a re-read of one of ${attribution.candidate_count} files that show a ${gap.event_type} in this delivery's window ` +
+                `(the delivery does not name its file; ${paired}): ${e.detail}`
+              : `${outcome} from a re-read of ${e.correspondence_id}: ${e.detail}`,
         evidence: {
           kind: 'reread',
           correspondence_id: e.correspondence_id,
+          ...attribution,
           participant_id: e.participant_id,
           reread_at: p.rereadAt.toISOString(),
           run_id: p.runId,
@@ -61,3 +81,33 @@ export async function closeExplainedGaps(
   }
   return out;
 }
+
+/** At most this many candidate files are listed in a gap's evidence (their count is always given). */
+const MAX_LISTED_CANDIDATES = 20;
+
+/**
+ * How the gap's file is known: the delivery named it, or it is the only re-read
+ * file that fits, or it is one of several that fit by type and time, or (a
+ * claim) it is not known. The paired file is always among the listed candidates.
+ */
+function attributionOf(
+  gap: { correspondence_id: string | null; event_type: string },
+  candidates: readonly string[],
+  paired: string,
+): {
+  attribution: 'named_by_delivery' | 'only_fitting_file' | 'type_and_time' | 'claim_pairing';
+  candidate_count: number;
+  candidate_correspondence_ids: string[];
+} {
+  if (gap.correspondence_id !== null)
+    return { attribution: 'named_by_delivery', candidate_count: 1, candidate_correspondence_ids: [paired] };
+  const listed = [paired, ...candidates.filter((c) => c !== paired)].slice(0, MAX_LISTED_CANDIDATES);
+  const count = Math.max(1, candidates.length);
+  // A claim's own file need not show it (a read or a signature after the delivery hides when it was delivered),
+  // so even a sole fitting file is not known to be the claim's.
+  if (isClaim(gap.event_type)) return { attribution: 'claim_pairing', candidate_count: count, candidate_correspondence_ids: listed };
+  if (candidates.length <= 1) return { attribution: 'only_fitting_file', candidate_count: 1, candidate_correspondence_ids: [paired] };
+  return { attribution: 'type_and_time', candidate_count: count, candidate_correspondence_ids: listed };
+}
+
+const isClaim = (type: string): boolean => type === 'claim.claimed' || type === 'claim.expired';

@@ -34,6 +34,19 @@ const fits = (g: GapToMatch, e: ExplanationToMatch): boolean => {
   return t >= e.window_from.getTime() && t <= e.window_to.getTime();
 };
 
+/**
+ * The files whose re-read could account for a gap: every explanation of its type
+ * whose window holds its delivery time (only its own file when the delivery named
+ * one), distinct and sorted. The delivery listing does not name a file, so when
+ * more than one fits, the pairing by type and time cannot say which of them is the
+ * event's own; the evidence then lists them instead of naming one as if it knew.
+ */
+export function candidateFiles(gap: GapToMatch, explanations: readonly ExplanationToMatch[]): string[] {
+  const files = new Set<string>();
+  for (const e of explanations) if (fits(gap, e)) files.add(e.correspondence_id);
+  return [...files].sort();
+}
+
 /** A delivery this close to an explanation's anchor is taken to be that very event. */
 const EXACT_MS = 1000;
 

@@ -388,9 +388,19 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
     ).rows;
     const inboxById = new Map(inbox.map((r) => [r.event_id, r]));
     const gaps = (
-      await direct.query<{ event_id: string; event_type: string; status: string; reason: string | null }>(
-        'SELECT event_id, event_type, status, reason FROM reconcile_gaps',
-      )
+      await direct.query<{
+        event_id: string;
+        event_type: string;
+        status: string;
+        reason: string | null;
+        evidence: {
+          kind?: string;
+          correspondence_id?: string;
+          attribution?: string;
+          candidate_count?: number;
+          candidate_correspondence_ids?: string[];
+        } | null;
+      }>('SELECT event_id, event_type, status, reason, evidence FROM reconcile_gaps')
     ).rows;
     const gapById = new Map(gaps.map((g) => [g.event_id, g]));
 
@@ -430,6 +440,24 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
     check(
       strangers.length === 0,
       () => `webhook events in the inbox the sandbox never generated: ${sample(strangers.map((r) => r.event_id))}`,
+    );
+    // A closed gap's evidence names the event's own file, or, where several re-read files fit it by type and time,
+    // lists the event's own among them, or (a claim) names no file as the event's: never another file as if it
+    // were the event's.
+    const generatedById = new Map(generated.map((e) => [e.event_id, e]));
+    const misattributed = gaps.filter((g) => {
+      const ev = g.evidence;
+      const own = generatedById.get(g.event_id)?.correspondence_id;
+      if (ev?.kind !== 'reread' || !own) return false;
+      // A claim's own file may show nothing of it; its evidence names no file as the event's (claim_pairing).
+      if (ev.attribution === 'claim_pairing') return !g.event_type.startsWith('claim.');
+      if (ev.attribution === 'type_and_time') return (ev.candidate_count ?? 0) <= 20 && !ev.candidate_correspondence_ids?.includes(own);
+      return ev.correspondence_id !== own;
+    });
+    check(
+      misattributed.length === 0,
+      () =>
+        `closed gaps whose evidence names another file than the event's own: ${sample(misattributed.map((g) => `${g.event_id} (${g.event_type}, own ${generatedById.get(g.event_id)?.correspondence_id}): ${g.evidence?.attribution ?? '-'} ${g.evidence?.correspondence_id ?? ''}`))}`,
     );
     const openGaps = gaps.filter((g) => g.status === 'open');
     const wrongOpen = openGaps.filter((g) => !UNREREADABLE.has(g.event_type));

@@ -117,9 +117,14 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
       const diff = compareWithService(await getProjectedCorrespondence(store.db, c.correspondence_id), c);
       expect(diff, c.correspondence_id).toEqual([]);
     }
-    const gaps = await store.db.query<{ gap_id: number; event_id: string; event_type: string; status: string; reason: string | null }>(
-      'SELECT gap_id::int AS gap_id, event_id, event_type, status, reason FROM reconcile_gaps',
-    );
+    const gaps = await store.db.query<{
+      gap_id: number;
+      event_id: string;
+      event_type: string;
+      status: string;
+      reason: string | null;
+      evidence: unknown;
+    }>('SELECT gap_id::int AS gap_id, event_id, event_type, status, reason, evidence FROM reconcile_gaps');
     const gapByEvent = new Map(gaps.rows.map((g) => [g.event_id, g]));
     const inInbox = new Set(
       (
@@ -146,6 +151,37 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
           : ['recovered', 'state_synced'];
       expect(inInbox.has(d.event_id) || expected.includes(status ?? ''), `${d.event_id} (${d.event_type}): ${status}`).toBe(true);
     }
+
+    // Evidence says only what it knows. The delivery listing does not name an event's file, so a gap is paired with a
+    // re-read by type and time. Where the evidence names one file as the event's own, the sandbox must agree; where
+    // several files fit, the event's own must be among those it lists. 400 operations a second give many same-type
+    // changes in one window, so both cases occur here.
+    const attributions = new Map<string, number>();
+    for (const g of gaps.rows) {
+      const ev = g.evidence as {
+        kind?: string;
+        correspondence_id?: string;
+        attribution?: string;
+        candidate_count?: number;
+        candidate_correspondence_ids?: string[];
+      } | null;
+      if (ev?.kind !== 'reread') continue;
+      const own = sandbox.control.event(g.event_id).correspondence_id;
+      attributions.set(ev.attribution ?? 'none', (attributions.get(ev.attribution ?? 'none') ?? 0) + 1);
+      if (ev.attribution === 'claim_pairing') {
+        // A claim's own file may show nothing of it (a later act hides the delivery): no file is named as its own.
+        expect(g.event_type, g.event_id).toMatch(/^claim\./);
+        expect(g.reason, g.event_id).toContain("a claim's file cannot be told from its delivery");
+      } else if (ev.attribution === 'type_and_time') {
+        expect(ev.candidate_count, g.event_id).toBeGreaterThan(1);
+        if (ev.candidate_count! <= 20) expect(ev.candidate_correspondence_ids, `${g.event_id} (${g.event_type})`).toContain(own);
+        expect(g.reason, g.event_id).toContain(`one of ${ev.candidate_count} files`);
+      } else {
+        expect(ev.correspondence_id, `${g.event_id} (${g.event_type}): ${g.reason}`).toBe(own);
+      }
+    }
+    expect(attributions.get('only_fitting_file') ?? 0).toBeGreaterThan(0);
+    expect(attributions.get('type_and_time') ?? 0).toBeGreaterThan(0);
 
     // On-call checks what stayed open and closes it; the next run is clean and writes nothing.
     for (const g of open)

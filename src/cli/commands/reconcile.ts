@@ -45,7 +45,9 @@ A gap (a dead delivery whose event postroom lacks) is closed only with evidence 
                 reproduced (an act superseded by a later one, a claim code)
   not_consumed  nothing consumes the type: no handler, no forwarder, no projection effect
   ignored       closed by an operator with \`postroom gaps ignore\`
-Everything else stays open with a reason.
+Everything else stays open with a reason. The service's delivery list does not name an event's file: where
+several re-read files fit a gap by type and time, its evidence lists them all (attribution: type_and_time)
+rather than naming one as the event's own; a claim's evidence names no file as its own (claim_pairing).
 
 Exit codes: 0 nothing a consumer needs is open, 2 gaps remain open, 4 another replica is reconciling, 1 error.
 
