@@ -57,6 +57,13 @@ describe.each(kinds)('projection updates in place (%s)', (kind) => {
   it('rewrites most rows of a busy correspondence on their own page (HOT), batch after batch', async () => {
     const correspondences = 400;
     const rounds = 6;
+    // A page's old versions are pruned only once no snapshot in the database can see them. An autovacuum
+    // ANALYZE of these tables between batches holds one (seen once in CI, on a loaded machine: 0.49 HOT), so it
+    // is kept out of this database's projection for the test.
+    if (kind === 'postgres')
+      await store.db.exec(
+        'ALTER TABLE correspondence_projection SET (autovacuum_enabled = false); ALTER TABLE participant_projection SET (autovacuum_enabled = false)',
+      );
     let updates = { correspondence: 0, participant: 0 };
     let hot = { correspondence: 0, participant: 0 };
     for (let round = 0; round < rounds; round++) {
@@ -93,8 +100,9 @@ describe.each(kinds)('projection updates in place (%s)', (kind) => {
       };
     }
     expect(updates).toEqual({ correspondence: correspondences * (rounds - 1), participant: correspondences * (rounds - 1) });
-    // Here 0.78 and 0.79 of them with room kept on the page; 0.10 and 0.06 with pages filled to the brim.
-    expect(hot.correspondence / updates.correspondence).toBeGreaterThan(0.5);
-    expect(hot.participant / updates.participant).toBeGreaterThan(0.5);
+    // Here 0.78 and 0.79 of them with room kept on the page; 0.10 and 0.06 with pages filled to the brim. The
+    // bar sits well between the two, so a loaded machine's pruning delays (0.49 once in CI) do not trip it.
+    expect(hot.correspondence / updates.correspondence).toBeGreaterThan(0.3);
+    expect(hot.participant / updates.participant).toBeGreaterThan(0.3);
   });
 });
