@@ -26,11 +26,27 @@ import type { Explanation } from './synthetic.js';
  */
 export async function closeExplainedGaps(
   db: Db,
-  p: { rereadIds: readonly string[]; standing: readonly Explanation[]; seenBefore: Date; rereadAt: Date; runId: number | null },
+  p: {
+    rereadIds: readonly string[];
+    standing: readonly Explanation[];
+    seenBefore: Date;
+    rereadAt: Date;
+    runId: number | null;
+    /**
+     * How the files were found: the service's listing of every changed file, or only the files postroom
+     * knows (no listing), when a gap's own file may not have been re-read at all. Default 'listing'.
+     */
+    source?: 'listing' | 'known';
+    /** Files whose re-read failed in this run: any of them may be an unnamed gap's own file. Default none. */
+    failedCount?: number;
+  },
 ): Promise<{ recovered: number; stateSynced: number }> {
   const out = { recovered: 0, stateSynced: 0 };
   if (p.rereadIds.length === 0) return out;
-  const gaps = await openGapsToMatch(db, CORRESPONDENCE_SCOPED_TYPES, p.seenBefore);
+  const all = await openGapsToMatch(db, CORRESPONDENCE_SCOPED_TYPES, p.seenBefore);
+  // A failed re-read may be the very file an unnamed gap is about: pairing it with another file's change now
+  // could close it while its own change was never seen. It waits for the next run (its reason says so).
+  const gaps = (p.failedCount ?? 0) > 0 ? all.filter((g) => g.correspondence_id !== null) : all;
   if (gaps.length === 0) return out;
   const used = await usedExplanationIds(
     db,
@@ -41,7 +57,7 @@ export async function closeExplainedGaps(
   const explanations = [...(await availableExplanations(db, p.rereadIds)), ...standing];
   for (const { gap, explanation: e } of matchGaps(gaps, explanations)) {
     const deltaMs = gap.delivery_created_at ? gap.delivery_created_at.getTime() - e.anchor.getTime() : null;
-    const attribution = attributionOf(gap, candidateFiles(gap, explanations), e.correspondence_id);
+    const attribution = attributionOf(gap, candidateFiles(gap, explanations), e.correspondence_id, p.source ?? 'listing');
     const paired = `paired by type and time with ${e.correspondence_id}`;
     const outcome = e.outcome === 'recovered' ? 'recovered' : 'state synced';
     const closed = await db.transaction(async (tx) => {
@@ -56,13 +72,14 @@ export async function closeExplainedGaps(
             ? `${outcome}: a claim's file cannot be told from its delivery, and a later act can hide the claim in its own file; ` +
               `${paired}, one of ${attribution.candidate_count} re-read file(s) with a participant changed as a claim changes one in this delivery's window: ${e.detail}`
             : attribution.attribution === 'type_and_time'
-              ? `${outcome} from a re-read of one of ${attribution.candidate_count} files that show a ${gap.event_type} in this delivery's window ` +
-                `(the delivery does not name its file; ${paired}): ${e.detail}`
+              ? `${outcome} from a re-read of one of ${attribution.candidate_count} file(s) that show a ${gap.event_type} in this delivery's window ` +
+                `(the delivery does not name its file${p.source === 'known' ? ', and without the service listing only files postroom knows were re-read' : ''}; ${paired}): ${e.detail}`
               : `${outcome} from a re-read of ${e.correspondence_id}: ${e.detail}`,
         evidence: {
           kind: 'reread',
           correspondence_id: e.correspondence_id,
           ...attribution,
+          reread_source: p.source ?? 'listing',
           participant_id: e.participant_id,
           reread_at: p.rereadAt.toISOString(),
           run_id: p.runId,
@@ -87,13 +104,15 @@ const MAX_LISTED_CANDIDATES = 20;
 
 /**
  * How the gap's file is known: the delivery named it, or it is the only re-read
- * file that fits, or it is one of several that fit by type and time, or (a
- * claim) it is not known. The paired file is always among the listed candidates.
+ * file that fits (of every changed file the listing gave), or it is one of several
+ * that fit by type and time (or of the files postroom knows, without a listing),
+ * or (a claim) it is not known. The paired file is always among the listed candidates.
  */
 function attributionOf(
   gap: { correspondence_id: string | null; event_type: string },
   candidates: readonly string[],
   paired: string,
+  source: 'listing' | 'known',
 ): {
   attribution: 'named_by_delivery' | 'only_fitting_file' | 'type_and_time' | 'claim_pairing';
   candidate_count: number;
@@ -106,7 +125,9 @@ function attributionOf(
   // A claim's own file need not show it (a read or a signature after the delivery hides when it was delivered),
   // so even a sole fitting file is not known to be the claim's.
   if (isClaim(gap.event_type)) return { attribution: 'claim_pairing', candidate_count: count, candidate_correspondence_ids: listed };
-  if (candidates.length <= 1) return { attribution: 'only_fitting_file', candidate_count: 1, candidate_correspondence_ids: [paired] };
+  // Without the listing, a file postroom does not know may be the event's: a sole fit among known files is not enough.
+  if (candidates.length <= 1 && source === 'listing')
+    return { attribution: 'only_fitting_file', candidate_count: 1, candidate_correspondence_ids: [paired] };
   return { attribution: 'type_and_time', candidate_count: count, candidate_correspondence_ids: listed };
 }
 

@@ -162,6 +162,8 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
           seenBefore: rereadStarted,
           rereadAt: rereadStarted,
           runId,
+          source: reread.source,
+          failedCount: reread.failures.length,
         });
         summary.gaps_recovered += closed.recovered;
         summary.gaps_state_synced += closed.stateSynced;

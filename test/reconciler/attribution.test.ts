@@ -53,13 +53,14 @@ describe.each(kinds)('which file a closed gap names (%s)', (kind) => {
     synthetic_event_id: null,
     detail: `an act of participant par_${file} before its latest`,
   });
-  const close = (files: string[]) =>
+  const close = (files: string[], how: { source?: 'listing' | 'known'; failedCount?: number } = {}) =>
     closeExplainedGaps(store.db, {
       rereadIds: files,
       standing: [],
       seenBefore: new Date(Date.now() + 60_000),
       rereadAt: new Date(),
       runId: 1,
+      ...how,
     });
   const gapRow = async (eventId: string) =>
     (
@@ -90,7 +91,7 @@ describe.each(kinds)('which file a closed gap names (%s)', (kind) => {
       candidate_count: 2,
       candidate_correspondence_ids: ['cor_a', 'cor_b'],
     });
-    expect(row.reason).toContain('one of 2 files that show a participant.acted');
+    expect(row.reason).toContain('one of 2 file(s) that show a participant.acted');
     expect(row.reason).not.toMatch(/^state synced from a re-read of cor_a:/);
   });
 
@@ -131,6 +132,39 @@ describe.each(kinds)('which file a closed gap names (%s)', (kind) => {
       candidate_correspondence_ids: ['cor_a'],
     });
     expect(row.reason).toMatch(/^state synced: a claim's file cannot be told from its delivery/);
+  });
+
+  it('names no file as the event’s own without the service’s listing: a file postroom does not know may be it', async () => {
+    await insertExplanations(store.db, [superseded('cor_a', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z')], 1);
+    await upsertGaps(store.db, [gap(1, '2026-11-26T10:00:02.000Z')]);
+    expect(await close(['cor_a'], { source: 'known' })).toEqual({ recovered: 0, stateSynced: 1 });
+    const row = await gapRow('evt_act_1');
+    expect(row.evidence).toMatchObject({
+      attribution: 'type_and_time',
+      candidate_count: 1,
+      candidate_correspondence_ids: ['cor_a'],
+      reread_source: 'known',
+    });
+    expect(row.reason).toContain('only files postroom knows were re-read');
+  });
+
+  it('leaves a gap that names no file open while any re-read failed: the failed file may be its own', async () => {
+    await insertExplanations(
+      store.db,
+      [
+        superseded('cor_a', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'),
+        superseded('cor_b', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'),
+      ],
+      1,
+    );
+    await upsertGaps(store.db, [gap(1, '2026-11-26T10:00:02.000Z'), gap(2, '2026-11-26T10:00:03.000Z', 'cor_b')]);
+    // One file's re-read failed: the gap that names its file (cor_b, re-read fine) closes; the other waits.
+    expect(await close(['cor_a', 'cor_b'], { failedCount: 1 })).toEqual({ recovered: 0, stateSynced: 1 });
+    expect((await gapRow('evt_act_1')).status).toBe('open');
+    expect((await gapRow('evt_act_2')).evidence).toMatchObject({ correspondence_id: 'cor_b', attribution: 'named_by_delivery' });
+    // The next run re-reads everything: the gap closes then.
+    expect(await close(['cor_a', 'cor_b'])).toEqual({ recovered: 0, stateSynced: 1 });
+    expect((await gapRow('evt_act_1')).status).toBe('state_synced');
   });
 
   it('names the file the delivery named, whatever else fits by time', async () => {

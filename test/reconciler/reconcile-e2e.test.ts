@@ -175,7 +175,7 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
       } else if (ev.attribution === 'type_and_time') {
         expect(ev.candidate_count, g.event_id).toBeGreaterThan(1);
         if (ev.candidate_count! <= 20) expect(ev.candidate_correspondence_ids, `${g.event_id} (${g.event_type})`).toContain(own);
-        expect(g.reason, g.event_id).toContain(`one of ${ev.candidate_count} files`);
+        expect(g.reason, g.event_id).toContain(`one of ${ev.candidate_count} file(s)`);
       } else {
         expect(ev.correspondence_id, `${g.event_id} (${g.event_type}): ${g.reason}`).toBe(own);
       }
