@@ -1,6 +1,6 @@
 import type { Db } from '../db/types.js';
 import { CORRESPONDENCE_SCOPED_TYPES } from './dead-deliveries.js';
-import { availableExplanations, insertExplanations, usedExplanationIds } from './explanation-queries.js';
+import { availableExplanations, explanationWindows, insertExplanations, usedExplanationIds } from './explanation-queries.js';
 import { closeGapWithEvidence, openGapsToMatch } from './gap-queries.js';
 import { candidateFiles, matchGaps } from './match.js';
 import type { Explanation } from './synthetic.js';
@@ -56,9 +56,11 @@ export async function closeExplainedGaps(
   const standing = p.standing.filter((e) => !used.has(e.explanation_id));
   const standingIds = new Set(standing.map((e) => e.explanation_id));
   const explanations = [...(await availableExplanations(db, p.rereadIds)), ...standing];
+  // Which files a gap could be about counts changes already used by other gaps too: its own may be one of them.
+  const windows = [...(await explanationWindows(db, p.rereadIds)), ...p.standing];
   for (const { gap, explanation: e } of matchGaps(gaps, explanations)) {
     const deltaMs = gap.delivery_created_at ? gap.delivery_created_at.getTime() - e.anchor.getTime() : null;
-    const attribution = attributionOf(gap, candidateFiles(gap, explanations), e.correspondence_id, p.source ?? 'listing');
+    const attribution = attributionOf(gap, candidateFiles(gap, windows), e.correspondence_id, p.source ?? 'listing');
     const paired = `paired by type and time with ${e.correspondence_id}`;
     const outcome = e.outcome === 'recovered' ? 'recovered' : 'state synced';
     const closed = await db.transaction(async (tx) => {

@@ -43,6 +43,24 @@ export async function availableExplanations(q: Queryable, correspondenceIds: rea
   return res.rows;
 }
 
+/** What a file's re-read showed, used or not: enough to tell which files a gap could be about. */
+export type ExplanationWindow = Pick<Explanation, 'correspondence_id' | 'event_type' | 'window_from' | 'window_to' | 'anchor'>;
+
+/**
+ * Every explanation stored for these correspondences, used or not. A change that
+ * already closed another gap (in this run or an earlier one) still shows that
+ * its file could be the one a gap is about.
+ */
+export async function explanationWindows(q: Queryable, correspondenceIds: readonly string[]): Promise<ExplanationWindow[]> {
+  if (correspondenceIds.length === 0) return [];
+  const res = await q.query<ExplanationWindow>(
+    `SELECT correspondence_id, event_type, window_from, window_to, anchor
+     FROM reconcile_explanations WHERE correspondence_id = ANY($1::text[])`,
+    [correspondenceIds],
+  );
+  return res.rows;
+}
+
 /** Which of these explanations have already closed a gap (a standing one is stored when it does). */
 export async function usedExplanationIds(q: Queryable, explanationIds: readonly string[]): Promise<Set<string>> {
   if (explanationIds.length === 0) return new Set();

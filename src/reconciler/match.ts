@@ -27,7 +27,10 @@ export interface GapMatch<E extends ExplanationToMatch> {
   explanation: E;
 }
 
-const fits = (g: GapToMatch, e: ExplanationToMatch): boolean => {
+/** What fitting a gap needs of an explanation. */
+type Window = Pick<ExplanationToMatch, 'correspondence_id' | 'event_type' | 'window_from' | 'window_to' | 'anchor'>;
+
+const fits = (g: GapToMatch, e: Window): boolean => {
   if (g.event_type !== e.event_type || g.delivery_created_at === null) return false;
   if (g.correspondence_id !== null && g.correspondence_id !== e.correspondence_id) return false;
   const t = g.delivery_created_at.getTime();
@@ -37,14 +40,21 @@ const fits = (g: GapToMatch, e: ExplanationToMatch): boolean => {
 /**
  * The files whose re-read could account for a gap: every explanation of its type
  * whose window holds its delivery time (only its own file when the delivery named
- * one), distinct and sorted. The delivery listing does not name a file, so when
- * more than one fits, the pairing by type and time cannot say which of them is the
- * event's own; the evidence then lists them instead of naming one as if it knew.
+ * one), used or not, distinct, nearest anchor first. The delivery listing does not
+ * name a file, so when more than one fits, the pairing by type and time cannot say
+ * which of them is the event's own; the evidence then lists them instead of naming
+ * one as if it knew.
  */
-export function candidateFiles(gap: GapToMatch, explanations: readonly ExplanationToMatch[]): string[] {
-  const files = new Set<string>();
-  for (const e of explanations) if (fits(gap, e)) files.add(e.correspondence_id);
-  return [...files].sort();
+export function candidateFiles(gap: GapToMatch, explanations: readonly Window[]): string[] {
+  const nearest = new Map<string, number>();
+  const t = gap.delivery_created_at?.getTime() ?? 0;
+  for (const e of explanations) {
+    if (!fits(gap, e)) continue;
+    const d = Math.abs(e.anchor.getTime() - t);
+    const seen = nearest.get(e.correspondence_id);
+    if (seen === undefined || d < seen) nearest.set(e.correspondence_id, d);
+  }
+  return [...nearest].sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1)).map(([file]) => file);
 }
 
 /** A delivery this close to an explanation's anchor is taken to be that very event. */

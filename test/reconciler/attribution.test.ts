@@ -116,6 +116,27 @@ describe.each(kinds)('which file a closed gap names (%s)', (kind) => {
     expect(row.reason).toMatch(/^state synced from a re-read of cor_a:/);
   });
 
+  it('counts a change another gap already used as a file the gap could be about', async () => {
+    // cor_g's change closed another gap in an earlier run (paired by type and time); cor_h's is still unused.
+    await insertExplanations(
+      store.db,
+      [
+        superseded('cor_g', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'),
+        superseded('cor_h', '2026-11-26T10:00:01.000Z', '2026-11-26T10:00:06.000Z'),
+      ],
+      1,
+    );
+    await store.db.exec(`UPDATE reconcile_explanations SET used_by_gap = 424242 WHERE correspondence_id = 'cor_g'`);
+    await upsertGaps(store.db, [gap(1, '2026-11-26T10:00:02.000Z')]);
+    expect(await close(['cor_g', 'cor_h'])).toEqual({ recovered: 0, stateSynced: 1 });
+    expect((await gapRow('evt_act_1')).evidence).toMatchObject({
+      correspondence_id: 'cor_h',
+      attribution: 'type_and_time',
+      candidate_count: 2,
+      candidate_correspondence_ids: ['cor_h', 'cor_g'],
+    });
+  });
+
   it('names no file as a claim’s own, even the only one that fits: a later act can hide a claim in its own file', async () => {
     await insertExplanations(
       store.db,
