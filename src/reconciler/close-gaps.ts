@@ -1,6 +1,12 @@
 import type { Db } from '../db/types.js';
 import { CORRESPONDENCE_SCOPED_TYPES } from './dead-deliveries.js';
-import { availableExplanations, explanationWindows, insertExplanations, usedExplanationIds } from './explanation-queries.js';
+import {
+  availableExplanations,
+  explanationWindows,
+  insertExplanations,
+  usedExplanationIds,
+  type ExplanationWindow,
+} from './explanation-queries.js';
 import { closeGapWithEvidence, openGapsToMatch } from './gap-queries.js';
 import { candidateFiles, matchGaps } from './match.js';
 import type { Explanation } from './synthetic.js';
@@ -57,10 +63,20 @@ export async function closeExplainedGaps(
   const standingIds = new Set(standing.map((e) => e.explanation_id));
   const explanations = [...(await availableExplanations(db, p.rereadIds)), ...standing];
   // Which files a gap could be about counts changes already used by other gaps too: its own may be one of them.
-  const windows = [...(await explanationWindows(db, p.rereadIds)), ...p.standing];
+  const windowsByType = new Map<string, ExplanationWindow[]>();
+  for (const w of [...(await explanationWindows(db, p.rereadIds)), ...p.standing]) {
+    const list = windowsByType.get(w.event_type);
+    if (list) list.push(w);
+    else windowsByType.set(w.event_type, [w]);
+  }
   for (const { gap, explanation: e } of matchGaps(gaps, explanations)) {
     const deltaMs = gap.delivery_created_at ? gap.delivery_created_at.getTime() - e.anchor.getTime() : null;
-    const attribution = attributionOf(gap, candidateFiles(gap, windows), e.correspondence_id, p.source ?? 'listing');
+    const attribution = attributionOf(
+      gap,
+      candidateFiles(gap, windowsByType.get(gap.event_type) ?? []),
+      e.correspondence_id,
+      p.source ?? 'listing',
+    );
     const paired = `paired by type and time with ${e.correspondence_id}`;
     const outcome = e.outcome === 'recovered' ? 'recovered' : 'state synced';
     const closed = await db.transaction(async (tx) => {
