@@ -13,6 +13,7 @@ import { getProjectedCorrespondence } from '../../src/projection/read.js';
 import { recordSentCorrespondence } from '../../src/reconciler/state-queries.js';
 import { startSandbox, startTraffic, type DeliveryRecord, type Sandbox, type TrafficCounters } from '../../src/sandbox/index.js';
 import { adminUrl, createPostgresDatabase, type TestDatabase } from '../support/db.js';
+import { misattribution, type RereadEvidence } from '../support/gap-evidence.js';
 import { freePort, ROOT, spawnCli, waitForHttp, type CliProcess } from '../support/process.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { ensureFaketime, faketimeEnv, type FaketimeSetup } from './faketime.js';
@@ -393,13 +394,7 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
         event_type: string;
         status: string;
         reason: string | null;
-        evidence: {
-          kind?: string;
-          correspondence_id?: string;
-          attribution?: string;
-          candidate_count?: number;
-          candidate_correspondence_ids?: string[];
-        } | null;
+        evidence: RereadEvidence | null;
       }>('SELECT event_id, event_type, status, reason, evidence FROM reconcile_gaps')
     ).rows;
     const gapById = new Map(gaps.map((g) => [g.event_id, g]));
@@ -445,20 +440,12 @@ describe.skipIf(!pgUrl)('chaos: kills, cut connections, a skewed clock and dead 
     // lists the event's own among them, or (a claim) names no file as the event's: never another file as if it
     // were the event's.
     const generatedById = new Map(generated.map((e) => [e.event_id, e]));
-    const misattributed = gaps.filter((g) => {
-      const ev = g.evidence;
+    const misattributed = gaps.flatMap((g) => {
       const own = generatedById.get(g.event_id)?.correspondence_id;
-      if (ev?.kind !== 'reread' || !own) return false;
-      // A claim's own file may show nothing of it; its evidence names no file as the event's (claim_pairing).
-      if (ev.attribution === 'claim_pairing') return !g.event_type.startsWith('claim.');
-      if (ev.attribution === 'type_and_time') return (ev.candidate_count ?? 0) <= 20 && !ev.candidate_correspondence_ids?.includes(own);
-      return ev.correspondence_id !== own;
+      const why = own ? misattribution(g, own) : null;
+      return why ? [`${g.event_id} (${g.event_type}): ${why}`] : [];
     });
-    check(
-      misattributed.length === 0,
-      () =>
-        `closed gaps whose evidence names another file than the event's own: ${sample(misattributed.map((g) => `${g.event_id} (${g.event_type}, own ${generatedById.get(g.event_id)?.correspondence_id}): ${g.evidence?.attribution ?? '-'} ${g.evidence?.correspondence_id ?? ''}`))}`,
-    );
+    check(misattributed.length === 0, () => `closed gaps whose evidence names another file than the event's own: ${sample(misattributed)}`);
     const openGaps = gaps.filter((g) => g.status === 'open');
     const wrongOpen = openGaps.filter((g) => !UNREREADABLE.has(g.event_type));
     check(
