@@ -18,14 +18,14 @@ import type { Explanation } from './synthetic.js';
  * and only explanations of files re-read in this run count.
  *
  * The delivery listing does not name the event's file, so a gap is paired with an
- * explanation by type and time. When the delivery named its file, or only one
- * of every changed file the service listed fits, the evidence names the gap's
- * own file. When several fit, any of them
- * may be the event's: the evidence says so and lists them, and names the paired
- * one only as the explanation used. Each of those files was re-read and synced,
- * so the claim holds for the set, but on-call must not be sent to one file as if
- * it were known to be the event's. A claim's own file may show nothing of it, so
- * a claim's evidence names no file as its own, however many fit.
+ * explanation by type and time. When the delivery named its file, or only one of
+ * every changed file the service listed fits, the evidence names the gap's own
+ * file. When several fit, any of them may be the event's: the evidence says so
+ * and lists them, and names the paired one only as the explanation used. Each of
+ * those files was re-read and synced, so the claim holds for the set, but on-call
+ * must not be sent to one file as if it were known to be the event's. A claim's
+ * own file may show nothing of it, so a claim's evidence names no file as its
+ * own, however many fit.
  *
  * What a file shows now but no re-read stored (`standing`) is stored when it
  * closes a gap, as used: one standing for a single event then closes one gap
