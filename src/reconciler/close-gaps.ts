@@ -1,12 +1,6 @@
 import type { Db } from '../db/types.js';
 import { CORRESPONDENCE_SCOPED_TYPES } from './dead-deliveries.js';
-import {
-  availableExplanations,
-  explanationWindows,
-  insertExplanations,
-  usedExplanationIds,
-  type ExplanationWindow,
-} from './explanation-queries.js';
+import { explanationsOf, insertExplanations, usedExplanationIds, type ExplanationWindow } from './explanation-queries.js';
 import { closeGapWithEvidence, openGapsToMatch } from './gap-queries.js';
 import { candidateFiles, matchGaps } from './match.js';
 import type { Explanation } from './synthetic.js';
@@ -41,11 +35,11 @@ export async function closeExplainedGaps(
     runId: number | null;
     /**
      * How the files were found: the service's listing of every changed file, or only the files postroom
-     * knows (no listing), when a gap's own file may not have been re-read at all. Default 'listing'.
+     * knows (no listing), when a gap's own file may not have been re-read at all.
      */
-    source?: 'listing' | 'known';
-    /** Files whose re-read failed in this run: any of them may be an unnamed gap's own file. Default none. */
-    failedCount?: number;
+    source: 'listing' | 'known';
+    /** Files whose re-read failed in this run: any of them may be an unnamed gap's own file. */
+    failedCount: number;
   },
 ): Promise<{ recovered: number; stateSynced: number }> {
   const out = { recovered: 0, stateSynced: 0 };
@@ -53,7 +47,7 @@ export async function closeExplainedGaps(
   const all = await openGapsToMatch(db, CORRESPONDENCE_SCOPED_TYPES, p.seenBefore);
   // A failed re-read may be the very file an unnamed gap is about: pairing it with another file's change now
   // could close it while its own change was never seen. It waits for the next run (its reason says so).
-  const gaps = (p.failedCount ?? 0) > 0 ? all.filter((g) => g.correspondence_id !== null) : all;
+  const gaps = p.failedCount > 0 ? all.filter((g) => g.correspondence_id !== null) : all;
   if (gaps.length === 0) return out;
   const used = await usedExplanationIds(
     db,
@@ -61,22 +55,18 @@ export async function closeExplainedGaps(
   );
   const standing = p.standing.filter((e) => !used.has(e.explanation_id));
   const standingIds = new Set(standing.map((e) => e.explanation_id));
-  const explanations = [...(await availableExplanations(db, p.rereadIds)), ...standing];
+  const stored = await explanationsOf(db, p.rereadIds);
+  const explanations = [...stored.filter((e) => e.available), ...standing];
   // Which files a gap could be about counts changes already used by other gaps too: its own may be one of them.
   const windowsByType = new Map<string, ExplanationWindow[]>();
-  for (const w of [...(await explanationWindows(db, p.rereadIds)), ...p.standing]) {
+  for (const w of [...stored, ...p.standing]) {
     const list = windowsByType.get(w.event_type);
     if (list) list.push(w);
     else windowsByType.set(w.event_type, [w]);
   }
   for (const { gap, explanation: e } of matchGaps(gaps, explanations)) {
     const deltaMs = gap.delivery_created_at ? gap.delivery_created_at.getTime() - e.anchor.getTime() : null;
-    const attribution = attributionOf(
-      gap,
-      candidateFiles(gap, windowsByType.get(gap.event_type) ?? []),
-      e.correspondence_id,
-      p.source ?? 'listing',
-    );
+    const attribution = attributionOf(gap, candidateFiles(gap, windowsByType.get(gap.event_type) ?? []), e.correspondence_id, p.source);
     const paired = `paired by type and time with ${e.correspondence_id}`;
     const outcome = e.outcome === 'recovered' ? 'recovered' : 'state synced';
     const closed = await db.transaction(async (tx) => {
@@ -98,7 +88,7 @@ export async function closeExplainedGaps(
           kind: 'reread',
           correspondence_id: e.correspondence_id,
           ...attribution,
-          reread_source: p.source ?? 'listing',
+          reread_source: p.source,
           participant_id: e.participant_id,
           reread_at: p.rereadAt.toISOString(),
           run_id: p.runId,

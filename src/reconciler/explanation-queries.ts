@@ -31,13 +31,22 @@ export async function insertExplanations(q: Queryable, list: readonly Explanatio
 /** An explanation as stored: the same shape the re-read produced. */
 export type StoredExplanation = Explanation;
 
-/** Explanations of these correspondences that can still account for a gap: all but single ones already used. */
-export async function availableExplanations(q: Queryable, correspondenceIds: readonly string[]): Promise<StoredExplanation[]> {
+/**
+ * Every explanation stored for these correspondences, with whether a single one
+ * has already closed a gap. The unused ones (and every one for any number of
+ * events) can still account for a gap; all of them, used or not, show which
+ * files a gap could be about.
+ */
+export async function explanationsOf(
+  q: Queryable,
+  correspondenceIds: readonly string[],
+): Promise<Array<StoredExplanation & { available: boolean }>> {
   if (correspondenceIds.length === 0) return [];
-  const res = await q.query<StoredExplanation>(
-    `SELECT explanation_id, correspondence_id, event_type, participant_id, window_from, window_to, anchor, exact, outcome, single, synthetic_event_id, detail
+  const res = await q.query<StoredExplanation & { available: boolean }>(
+    `SELECT explanation_id, correspondence_id, event_type, participant_id, window_from, window_to, anchor, exact, outcome, single,
+            synthetic_event_id, detail, (NOT single OR used_by_gap IS NULL) AS available
      FROM reconcile_explanations
-     WHERE correspondence_id = ANY($1::text[]) AND (NOT single OR used_by_gap IS NULL)`,
+     WHERE correspondence_id = ANY($1::text[])`,
     [correspondenceIds],
   );
   return res.rows;
@@ -45,21 +54,6 @@ export async function availableExplanations(q: Queryable, correspondenceIds: rea
 
 /** What a file's re-read showed, used or not: enough to tell which files a gap could be about. */
 export type ExplanationWindow = Pick<Explanation, 'correspondence_id' | 'event_type' | 'window_from' | 'window_to' | 'anchor'>;
-
-/**
- * Every explanation stored for these correspondences, used or not. A change that
- * already closed another gap (in this run or an earlier one) still shows that
- * its file could be the one a gap is about.
- */
-export async function explanationWindows(q: Queryable, correspondenceIds: readonly string[]): Promise<ExplanationWindow[]> {
-  if (correspondenceIds.length === 0) return [];
-  const res = await q.query<ExplanationWindow>(
-    `SELECT correspondence_id, event_type, window_from, window_to, anchor
-     FROM reconcile_explanations WHERE correspondence_id = ANY($1::text[])`,
-    [correspondenceIds],
-  );
-  return res.rows;
-}
 
 /** Which of these explanations have already closed a gap (a standing one is stored when it does). */
 export async function usedExplanationIds(q: Queryable, explanationIds: readonly string[]): Promise<Set<string>> {

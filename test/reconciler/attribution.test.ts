@@ -60,8 +60,16 @@ describe.each(kinds)('which file a closed gap names (%s)', (kind) => {
       seenBefore: new Date(Date.now() + 60_000),
       rereadAt: new Date(),
       runId: 1,
-      ...how,
+      source: how.source ?? 'listing',
+      failedCount: how.failedCount ?? 0,
     });
+  /** Stores superseded acts of these files, each [file, window from, window to]. */
+  const storeSuperseded = (...acts: Array<[string, string, string]>) =>
+    insertExplanations(
+      store.db,
+      acts.map(([file, from, to]) => superseded(file, from, to)),
+      1,
+    );
   const gapRow = async (eventId: string) =>
     (
       await store.db.query<{ status: string; reason: string; evidence: Record<string, unknown> }>(
@@ -71,14 +79,10 @@ describe.each(kinds)('which file a closed gap names (%s)', (kind) => {
     ).rows[0]!;
 
   it('lists every file that fits when several do, and names none of them as the event’s own', async () => {
-    await insertExplanations(
-      store.db,
-      [
-        superseded('cor_a', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'),
-        superseded('cor_b', '2026-11-26T10:00:01.000Z', '2026-11-26T10:00:06.000Z'),
-        superseded('cor_c', '2026-11-26T10:00:09.000Z', '2026-11-26T10:00:12.000Z'),
-      ],
-      1,
+    await storeSuperseded(
+      ['cor_a', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'],
+      ['cor_b', '2026-11-26T10:00:01.000Z', '2026-11-26T10:00:06.000Z'],
+      ['cor_c', '2026-11-26T10:00:09.000Z', '2026-11-26T10:00:12.000Z'],
     );
     await upsertGaps(store.db, [gap(1, '2026-11-26T10:00:02.000Z')]);
     expect(await close(['cor_a', 'cor_b', 'cor_c'])).toEqual({ recovered: 0, stateSynced: 1 });
@@ -96,13 +100,9 @@ describe.each(kinds)('which file a closed gap names (%s)', (kind) => {
   });
 
   it('names the file as the event’s own when it is the only one that fits', async () => {
-    await insertExplanations(
-      store.db,
-      [
-        superseded('cor_a', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'),
-        superseded('cor_c', '2026-11-26T10:00:09.000Z', '2026-11-26T10:00:12.000Z'),
-      ],
-      1,
+    await storeSuperseded(
+      ['cor_a', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'],
+      ['cor_c', '2026-11-26T10:00:09.000Z', '2026-11-26T10:00:12.000Z'],
     );
     await upsertGaps(store.db, [gap(1, '2026-11-26T10:00:02.000Z')]);
     expect(await close(['cor_a', 'cor_c'])).toEqual({ recovered: 0, stateSynced: 1 });
@@ -118,13 +118,9 @@ describe.each(kinds)('which file a closed gap names (%s)', (kind) => {
 
   it('counts a change another gap already used as a file the gap could be about', async () => {
     // cor_g's change closed another gap in an earlier run (paired by type and time); cor_h's is still unused.
-    await insertExplanations(
-      store.db,
-      [
-        superseded('cor_g', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'),
-        superseded('cor_h', '2026-11-26T10:00:01.000Z', '2026-11-26T10:00:06.000Z'),
-      ],
-      1,
+    await storeSuperseded(
+      ['cor_g', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'],
+      ['cor_h', '2026-11-26T10:00:01.000Z', '2026-11-26T10:00:06.000Z'],
     );
     await store.db.exec(`UPDATE reconcile_explanations SET used_by_gap = 424242 WHERE correspondence_id = 'cor_g'`);
     await upsertGaps(store.db, [gap(1, '2026-11-26T10:00:02.000Z')]);
@@ -156,7 +152,7 @@ describe.each(kinds)('which file a closed gap names (%s)', (kind) => {
   });
 
   it('names no file as the event’s own without the service’s listing: a file postroom does not know may be it', async () => {
-    await insertExplanations(store.db, [superseded('cor_a', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z')], 1);
+    await storeSuperseded(['cor_a', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z']);
     await upsertGaps(store.db, [gap(1, '2026-11-26T10:00:02.000Z')]);
     expect(await close(['cor_a'], { source: 'known' })).toEqual({ recovered: 0, stateSynced: 1 });
     const row = await gapRow('evt_act_1');
@@ -170,13 +166,9 @@ describe.each(kinds)('which file a closed gap names (%s)', (kind) => {
   });
 
   it('leaves a gap that names no file open while any re-read failed: the failed file may be its own', async () => {
-    await insertExplanations(
-      store.db,
-      [
-        superseded('cor_a', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'),
-        superseded('cor_b', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'),
-      ],
-      1,
+    await storeSuperseded(
+      ['cor_a', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'],
+      ['cor_b', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'],
     );
     await upsertGaps(store.db, [gap(1, '2026-11-26T10:00:02.000Z'), gap(2, '2026-11-26T10:00:03.000Z', 'cor_b')]);
     // One file's re-read failed: the gap that names its file (cor_b, re-read fine) closes; the other waits.
@@ -189,13 +181,9 @@ describe.each(kinds)('which file a closed gap names (%s)', (kind) => {
   });
 
   it('names the file the delivery named, whatever else fits by time', async () => {
-    await insertExplanations(
-      store.db,
-      [
-        superseded('cor_a', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'),
-        superseded('cor_b', '2026-11-26T10:00:01.000Z', '2026-11-26T10:00:06.000Z'),
-      ],
-      1,
+    await storeSuperseded(
+      ['cor_a', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:05.000Z'],
+      ['cor_b', '2026-11-26T10:00:01.000Z', '2026-11-26T10:00:06.000Z'],
     );
     await upsertGaps(store.db, [gap(1, '2026-11-26T10:00:02.000Z', 'cor_b')]);
     expect(await close(['cor_a', 'cor_b'])).toEqual({ recovered: 0, stateSynced: 1 });

@@ -58,6 +58,8 @@ describe.each(kinds)('gaps explained by what a file shows now (%s)', (kind) => {
       seenBefore: new Date(Date.now() + 60_000),
       rereadAt: new Date(),
       runId,
+      source: 'listing',
+      failedCount: 0,
     });
   const gapRow = async (eventId: string) =>
     (
