@@ -17,37 +17,14 @@
  * the host's clock) then falls on every receiver alike, and each is reported
  * against the first as the median of its per-round ratios.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
-import pg from 'pg';
-import { createPgDb } from '../src/db/pg.js';
-import { migrate } from '../src/db/migrate.js';
-import { silentLogger } from '../src/logging/logger.js';
-import { benchDatabase } from './lib/pg.js';
+import type pg from 'pg';
 import { stop } from './lib/processes.js';
-import { median, ROOT } from './lib/receivers.js';
-import { CACHED_TOLERANCE_SECONDS, cachedRequests, requireWrk, runWrk } from './lib/wrk.js';
+import { median } from './lib/receivers.js';
+import { prepareDatabase, SECRET, startReceiver, tableOf, type BenchDatabase } from './lib/rigs.js';
+import { cachedRequests, requireWrk, runWrk } from './lib/wrk.js';
 
-/**
- * The minimal group commit (bench/receivers/group-commit.mjs) into each table shape: the primary-key-only
- * reference, postroom's inbox, the inbox's columns with the primary key only (what its other indexes cost),
- * and a seen-id table plus an index-free intake table (the split in docs/scaling.md, at ingest).
- */
-const GROUP_COMMITS: Record<string, { mode: string; table: string; truncate: string }> = {
-  gc_pk: { mode: 'pk', table: 'ref_pk', truncate: 'ref_pk' },
-  gc_pk_hash: { mode: 'pk_hash', table: 'ref_pk_hash', truncate: 'ref_pk_hash' },
-  gc_inbox: { mode: 'inbox', table: 'inbox', truncate: 'inbox' },
-  gc_wide: { mode: 'wide', table: 'ref_wide', truncate: 'ref_wide' },
-  gc_seen: { mode: 'seen_intake', table: 'ref_intake', truncate: 'ref_intake, ref_seen' },
-};
-
-/** The table a receiver stores into, and what to empty before each of its runs. */
-function tableOf(key: string): { table: string; truncate: string } {
-  return GROUP_COMMITS[key] ?? { table: 'inbox', truncate: 'inbox' };
-}
-
-const SECRET = 'whsec_bench_7c4f0d2b9e8a41f6a3c5b1e0d9f8a7b6';
 const TICK = 100; // clock ticks per second on Linux
 /** Unique cached requests per second of a slice: above any receiver's rate here. */
 const SLICE_RATE_LIMIT = 60_000;
@@ -84,73 +61,6 @@ function cpuSeconds(pid: number): number {
   }
 }
 
-async function startIngress(
-  port: number,
-  url: string,
-  profDir: string | undefined,
-  root: string,
-  name: string,
-  nodeOptions?: string,
-  role: 'ingress' | 'all' = 'ingress',
-): Promise<ChildProcess> {
-  const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}/${name}`] : [];
-  const child = spawn(
-    process.execPath,
-    [...nodeArgs, path.join(root, 'bin/postroom.js'), 'serve', '--role', role, '--no-migrate', '--port', String(port)],
-    {
-      cwd: root,
-      env: {
-        ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
-        PATH: process.env.PATH ?? '',
-        NODE_ENV: 'production',
-        LOG_LEVEL: 'warn',
-        DATABASE_URL: url,
-        POSTROOM_WEBHOOK_SECRETS: SECRET,
-        POSTROOM_SIGNATURE_TOLERANCE_SECONDS: String(CACHED_TOLERANCE_SECONDS),
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
-  const until = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`postroom exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return child;
-    } catch {
-      // not yet
-    }
-    if (Date.now() > until) throw new Error('postroom not healthy in 30 s');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function startGroupCommit(port: number, url: string, table: string, profDir?: string): Promise<ChildProcess> {
-  const nodeArgs = profDir
-    ? ['--cpu-prof', `--cpu-prof-dir=${profDir}/gc_${table}`, '--import', "data:text/javascript,process.on('SIGTERM',()=>process.exit(0))"]
-    : [];
-  const child = spawn(
-    process.execPath,
-    [...nodeArgs, path.join(ROOT, 'bench/receivers/group-commit.mjs'), String(port), url, SECRET, table],
-    {
-      env: { ...process.env, POSTROOM_SIGNATURE_TOLERANCE_SECONDS: String(CACHED_TOLERANCE_SECONDS) },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    },
-  );
-  await new Promise<void>((resolve, reject) => {
-    child.once('message', () => resolve());
-    child.once('exit', (code) => reject(new Error(`group-commit.mjs exited with ${code} before it was ready`)));
-  });
-  return child;
-}
-
-/** `ingress` or `serve`, `…@/other/root` (another build), `…+--v8-flag` (NODE_OPTIONS), or both. */
-function startIngressKey(key: string, port: number, url: string, profDir: string | undefined): Promise<ChildProcess> {
-  const [base, ...opts] = key.split('+');
-  const root = buildRoot(key) ?? ROOT;
-  const role = base!.startsWith('serve') ? 'all' : 'ingress';
-  return startIngress(port, url, profDir, root, key.replace(/[^A-Za-z0-9_=-]/g, '_'), opts.join(' ') || undefined, role);
-}
-
 const keys = (process.env.CPU_RECEIVERS ?? 'gc_pk,gc_inbox,ingress').split(',');
 const seconds = Number(process.env.CPU_SECONDS ?? 8);
 const runs = Number(process.env.CPU_RUNS ?? 3);
@@ -183,45 +93,9 @@ interface Rig {
   table: string;
   port: number;
   child: ChildProcess;
-  database: { url: string; drop(): Promise<void> };
-  setup: ReturnType<typeof createPgDb>;
+  database: BenchDatabase['database'];
+  setup: BenchDatabase['setup'];
   admin: pg.Client;
-}
-
-/** The checkout a receiver key runs (`ingress@/other/root`), or undefined for this one. */
-function buildRoot(key: string): string | undefined {
-  const base = key.split('+')[0]!;
-  const at = base.indexOf('@');
-  return at === -1 ? undefined : base.slice(at + 1);
-}
-
-/**
- * A database for one receiver, migrated by the migrations of the build it runs: a build that changes the
- * schema (migrations/012) is compared with one before it, each on its own schema.
- */
-async function prepareDatabase(key = ''): Promise<{ database: Rig['database']; setup: Rig['setup']; admin: pg.Client; refUrl: string }> {
-  const database = await benchDatabase();
-  const setup = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
-  const root = buildRoot(key);
-  await migrate(setup, root === undefined ? {} : { dir: path.join(root, 'migrations') });
-  await setup.exec(
-    `CREATE TABLE ref_pk (event_id text PRIMARY KEY, body bytea NOT NULL);
-     CREATE TABLE ref_pk_hash (event_id text NOT NULL, body bytea NOT NULL, EXCLUDE USING hash (event_id WITH =));
-     CREATE TABLE ref_wide (LIKE inbox INCLUDING DEFAULTS INCLUDING CONSTRAINTS, PRIMARY KEY (event_id));
-     CREATE TABLE ref_seen (event_id text PRIMARY KEY);
-     CREATE TABLE ref_intake (LIKE inbox INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`,
-  );
-  const refUrl = `${database.url}?options=${encodeURIComponent(`-c search_path=${setup.schema}`)}`;
-  const admin = new pg.Client({ connectionString: database.url });
-  await admin.connect();
-  return { database, setup, admin, refUrl };
-}
-
-function startReceiver(key: string, port: number, url: string, refUrl: string): Promise<ChildProcess> {
-  if (key.startsWith('ingress') || key.startsWith('serve')) return startIngressKey(key, port, url, profDir);
-  const gc = GROUP_COMMITS[key];
-  if (!gc) throw new Error(`CPU_RECEIVERS: unknown receiver ${key}; use ${Object.keys(GROUP_COMMITS).join(', ')} ingress or serve`);
-  return startGroupCommit(port, refUrl, gc.mode, profDir);
 }
 
 /** Loads one receiver for `seconds` and returns its CPU and Postgres time per stored row. */
@@ -327,7 +201,7 @@ async function alternate(): Promise<void> {
       orphans.push(release);
       const port = basePort + i;
       const { table } = tableOf(key);
-      const child = await startReceiver(key, port, database.url, refUrl);
+      const child = await startReceiver(key, port, database.url, refUrl, { profDir });
       rigs.push({ key, table, port, child, database, setup, admin });
       orphans.splice(orphans.indexOf(release), 1);
       await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds: 2 });
@@ -374,7 +248,7 @@ async function oneAtATime(): Promise<void> {
       for (const key of keys) {
         const { table, truncate } = tableOf(key);
         await setup.exec(`TRUNCATE ${truncate}`);
-        const child = await startReceiver(key, port, database.url, refUrl);
+        const child = await startReceiver(key, port, database.url, refUrl, { profDir });
         try {
           // Warm up (JIT, connections), then measure.
           await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds: 2 });
