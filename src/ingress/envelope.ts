@@ -96,11 +96,10 @@ function isStorableId(s: string): boolean {
  */
 function mayBeUnstorable(text: string): boolean {
   if (text.includes('\\u')) return true;
+  // indexOf jumps from bracket to bracket natively; a body holds a few, against a thousand characters.
   let brackets = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if ((c === 0x7b || c === 0x5b) && ++brackets > MAX_JSON_DEPTH) return true;
-  }
+  for (let i = text.indexOf('{'); i !== -1; i = text.indexOf('{', i + 1)) if (++brackets > MAX_JSON_DEPTH) return true;
+  for (let i = text.indexOf('['); i !== -1; i = text.indexOf('[', i + 1)) if (++brackets > MAX_JSON_DEPTH) return true;
   return false;
 }
 

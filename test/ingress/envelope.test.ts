@@ -32,6 +32,28 @@ describe('parseEnvelope', () => {
     ['data not an object', enc({ ...valid, data: [1] }), /data must be an object/],
     ['U+0000 in a value', enc({ ...valid, data: { x: 'a\u0000' } }), /U\+0000/],
     ['deep nesting', enc({ ...valid, data: JSON.parse('['.repeat(MAX_JSON_DEPTH + 1) + ']'.repeat(MAX_JSON_DEPTH + 1)) }), /deeper/],
+    [
+      'deep nesting of objects',
+      enc(
+        '{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":' +
+          '{"a":'.repeat(MAX_JSON_DEPTH) +
+          '1' +
+          '}'.repeat(MAX_JSON_DEPTH + 1),
+      ),
+      /deeper/,
+    ],
+    // Neither bracket alone passes the depth: the count that lets the walk run must take both.
+    [
+      'deep nesting of objects and arrays in turn',
+      enc(
+        '{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":' +
+          '[{"a":'.repeat(MAX_JSON_DEPTH / 2) +
+          '1' +
+          '}]'.repeat(MAX_JSON_DEPTH / 2) +
+          '}}',
+      ),
+      /deeper/,
+    ],
   ])('quarantines %s with a reason', (_name, body, reason) => {
     const r = parseEnvelope(body);
     expect(r.ok).toBe(false);
