@@ -96,6 +96,7 @@ interface Rig {
   database: BenchDatabase['database'];
   setup: BenchDatabase['setup'];
   admin: pg.Client;
+  release: BenchDatabase['release'];
 }
 
 /** Loads one receiver for `seconds` and returns its CPU and Postgres time per stored row. */
@@ -191,18 +192,13 @@ async function alternate(): Promise<void> {
   const orphans: Array<() => Promise<void>> = [];
   try {
     for (const [i, key] of keys.entries()) {
-      const { database, setup, admin, refUrl } = await prepareDatabase(key);
+      const { database, setup, admin, refUrl, release } = await prepareDatabase(key);
       // Until its receiver is up and a rig holds it, the database is dropped from here.
-      const release = async (): Promise<void> => {
-        await admin.end();
-        await setup.close();
-        await database.drop();
-      };
       orphans.push(release);
       const port = basePort + i;
       const { table } = tableOf(key);
       const child = await startReceiver(key, port, database.url, refUrl, { profDir });
-      rigs.push({ key, table, port, child, database, setup, admin });
+      rigs.push({ key, table, port, child, database, setup, admin, release });
       orphans.splice(orphans.indexOf(release), 1);
       await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds: 2 });
     }
@@ -230,16 +226,14 @@ async function alternate(): Promise<void> {
     for (const release of orphans) await release();
     for (const rig of rigs) {
       await stop(rig.child);
-      await rig.admin.end();
-      await rig.setup.close();
-      await rig.database.drop();
+      await rig.release();
     }
   }
 }
 
 /** The original mode: one receiver at a time, each run fresh. */
 async function oneAtATime(): Promise<void> {
-  const { database, setup, admin, refUrl } = await prepareDatabase();
+  const { database, setup, admin, refUrl, release } = await prepareDatabase();
   const port = 19_500 + Math.floor(Math.random() * 400);
   const reqs = cachedRequests(seconds * 60_000, SECRET);
   const results = new Map<string, Measured[]>(keys.map((k) => [k, []]));
@@ -252,7 +246,7 @@ async function oneAtATime(): Promise<void> {
         try {
           // Warm up (JIT, connections), then measure.
           await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds: 2 });
-          const { m, threads } = await measure({ key, table, port, child, database, setup, admin }, reqs.file, seconds * 60_000);
+          const { m, threads } = await measure({ key, table, port, child, database, setup, admin, release }, reqs.file, seconds * 60_000);
           results.get(key)!.push(m);
           console.log(`${line(key, `run ${r + 1}`, m)}  load ${load()}\n          threads (µs/event): ${threads}`);
         } finally {
@@ -261,9 +255,7 @@ async function oneAtATime(): Promise<void> {
       }
     }
   } finally {
-    await admin.end();
-    await setup.close();
-    await database.drop();
+    await release();
   }
   for (const [k, rs] of results) {
     console.log(line(k, 'median', medians(rs)));

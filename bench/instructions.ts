@@ -110,7 +110,7 @@ const warm = await readRequests(reqs.file, 0, warmup);
 const counted = await readRequests(reqs.file, warmup, events);
 const TRICKLE = 3_000;
 for (const [i, key] of keys.entries()) {
-  const { database, setup, admin, refUrl } = await prepareDatabase(key);
+  const { database, setup, admin, refUrl, release } = await prepareDatabase(key);
   const port = 19_800 + i + Math.floor(Math.random() * 100);
   const name = key.replace(/[^A-Za-z0-9_=-]/g, '_');
   const out = path.join(dir, `${name}.callgrind`);
@@ -163,9 +163,7 @@ for (const [i, key] of keys.entries()) {
       await stop(child);
     }
   } finally {
-    await admin.end();
-    await setup.close();
-    await database.drop();
+    await release();
   }
 }
 const first = results[0]!;

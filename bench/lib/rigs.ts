@@ -49,6 +49,8 @@ export interface BenchDatabase {
   admin: pg.Client;
   /** The database with postroom's schema first on the search path, for the references. */
   refUrl: string;
+  /** Closes both connections and drops the database. */
+  release(): Promise<void>;
 }
 
 /** The checkout a receiver key runs (`ingress@/other/root`), or undefined for this one. */
@@ -77,7 +79,12 @@ export async function prepareDatabase(key = ''): Promise<BenchDatabase> {
   const refUrl = `${database.url}?options=${encodeURIComponent(`-c search_path=${setup.schema}`)}`;
   const admin = new pg.Client({ connectionString: database.url });
   await admin.connect();
-  return { database, setup, admin, refUrl };
+  const release = async (): Promise<void> => {
+    await admin.end();
+    await setup.close();
+    await database.drop();
+  };
+  return { database, setup, admin, refUrl, release };
 }
 
 /** The program and arguments to spawn: node itself, or the wrapper with node as its command. */
