@@ -1,6 +1,14 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createAckDeadline } from '../../src/ingress/ack-deadline.js';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, '../..');
 
 interface Deferred<T> {
   promise: Promise<T>;
@@ -107,5 +115,31 @@ describe('the ack budget on one timer', () => {
       ),
       { numRuns: 150 },
     );
+  });
+});
+
+describe('what the ack budget keeps', () => {
+  it('keeps nothing of a settled write while an older one is still waiting', async () => {
+    // Measured in a process of its own with --expose-gc: 200 writes of 1 MB each settle behind one that never does.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'postroom-ack-'));
+    const script = path.join(dir, 'retained.mts');
+    fs.writeFileSync(
+      script,
+      `import { createAckDeadline } from ${JSON.stringify(path.join(ROOT, 'src/ingress/ack-deadline.ts'))};
+       const race = createAckDeadline(600_000);
+       void race(new Promise(() => undefined));
+       for (let i = 0; i < 200; i++) await race(Promise.resolve(Buffer.alloc(1_000_000, 1)));
+       globalThis.gc!();
+       await new Promise((r) => setTimeout(r, 20));
+       globalThis.gc!();
+       console.log(process.memoryUsage().arrayBuffers);`,
+    );
+    try {
+      const { stdout } = await run(process.execPath, ['--expose-gc', '--import', 'tsx', script], { cwd: ROOT });
+      // Before the fix, every one of the 200 MB was still reachable from the queue.
+      expect(Number(stdout.trim())).toBeLessThan(20_000_000);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
