@@ -109,70 +109,76 @@ const results: Array<{ key: string; split: Split; stored: number }> = [];
 const warm = await readRequests(reqs.file, 0, warmup);
 const counted = await readRequests(reqs.file, warmup, events);
 const TRICKLE = 3_000;
-for (const [i, key] of keys.entries()) {
-  const { database, setup, admin, refUrl, release } = await prepareDatabase(key);
-  const port = 19_800 + i + Math.floor(Math.random() * 100);
-  const name = key.replace(/[^A-Za-z0-9_=-]/g, '_');
-  const out = path.join(dir, `${name}.callgrind`);
-  try {
-    const child = await startReceiver(key, port, database.url, refUrl, {
-      wrap: ['valgrind', '-q', '--tool=callgrind', '--smc-check=all', '--instr-atstart=no', `--callgrind-out-file=${out}`],
-      nodeFlags,
-      readyMs: 600_000,
-    });
+try {
+  for (const [i, key] of keys.entries()) {
+    const { database, setup, admin, refUrl, release } = await prepareDatabase(key);
+    const port = 19_800 + i + Math.floor(Math.random() * 100);
+    const name = key.replace(/[^A-Za-z0-9_=-]/g, '_');
+    const out = path.join(dir, `${name}.callgrind`);
+    // An INS_KEEP folder used before holds this receiver's earlier dumps: they must not be summed with this run's.
+    for (const f of fs.readdirSync(dir)) if (f === `${name}.callgrind` || f.startsWith(`${name}.callgrind.`)) fs.rmSync(path.join(dir, f));
     try {
-      const url = `http://127.0.0.1:${port}/webhooks`;
-      const trickle = await readRequests(reqs.file, warmup + events, TRICKLE);
-      const w = await sendAll(url, warm, concurrency);
-      if (w.failed > 0) throw new Error(`${key}: ${w.failed} warm-up requests failed`);
-      const { table } = tableOf(key);
-      const count = async (): Promise<number> =>
-        Number((await admin.query<{ n: string }>(`SELECT count(*) AS n FROM ${setup.schema}.${table}`)).rows[0]!.n);
-      const commits = async (): Promise<number> =>
-        Number(
-          (await admin.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0]!.n,
+      const child = await startReceiver(key, port, database.url, refUrl, {
+        wrap: ['valgrind', '-q', '--tool=callgrind', '--smc-check=all', '--instr-atstart=no', `--callgrind-out-file=${out}`],
+        nodeFlags,
+        readyMs: 600_000,
+      });
+      try {
+        const url = `http://127.0.0.1:${port}/webhooks`;
+        const trickle = await readRequests(reqs.file, warmup + events, TRICKLE);
+        const w = await sendAll(url, warm, concurrency);
+        if (w.failed > 0) throw new Error(`${key}: ${w.failed} warm-up requests failed`);
+        const { table } = tableOf(key);
+        const count = async (): Promise<number> =>
+          Number((await admin.query<{ n: string }>(`SELECT count(*) AS n FROM ${setup.schema}.${table}`)).rows[0]!.n);
+        const commits = async (): Promise<number> =>
+          Number(
+            (await admin.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0]!
+              .n,
+          );
+        const before = await count();
+        const commitsBefore = await commits();
+        await control(child.pid!, '--instr=on', url, trickle);
+        const c = await sendAll(url, counted, concurrency);
+        await control(child.pid!, '--instr=off', url, trickle);
+        const stored = (await count()) - before;
+        // Statistics reach pg_stat_database when a backend goes idle: read after the load, they hold every flush.
+        await new Promise((r) => setTimeout(r, 1000));
+        const flushes = (await commits()) - commitsBefore;
+        if (c.failed > 0 || stored < events) throw new Error(`${key}: ${c.failed} requests failed, ${stored} of ${events} stored`);
+        await control(child.pid!, '--dump', url, trickle);
+        // Each `--dump` writes `<file>.<n>`; `<file>` itself is written at exit.
+        const dumps = fs.readdirSync(dir).filter((f) => f.startsWith(`${name}.callgrind.`));
+        const split = dumps
+          .map((f) => splitOf(path.join(dir, f)))
+          .reduce((a, b) => ({
+            total: a.total + b.total,
+            work: a.work + b.work,
+            gc: a.gc + b.gc,
+            compiler: a.compiler + b.compiler,
+          }));
+        results.push({ key, split, stored });
+        const per = (n: number): string => Math.round(n / stored).toLocaleString('en');
+        console.log(
+          `${key.padEnd(9)} per stored event: work ${per(split.work)}, collector ${per(split.gc)}, compiler ${per(split.compiler)}, ` +
+            `total ${per(split.total)} instructions (${stored} events, about ${(stored / Math.max(1, flushes)).toFixed(1)} per commit)`,
         );
-      const before = await count();
-      const commitsBefore = await commits();
-      await control(child.pid!, '--instr=on', url, trickle);
-      const c = await sendAll(url, counted, concurrency);
-      await control(child.pid!, '--instr=off', url, trickle);
-      const stored = (await count()) - before;
-      // Statistics reach pg_stat_database when a backend goes idle: read after the load, they hold every flush.
-      await new Promise((r) => setTimeout(r, 1000));
-      const flushes = (await commits()) - commitsBefore;
-      if (c.failed > 0 || stored < events) throw new Error(`${key}: ${c.failed} requests failed, ${stored} of ${events} stored`);
-      await control(child.pid!, '--dump', url, trickle);
-      // Each `--dump` writes `<file>.<n>`; `<file>` itself is written at exit.
-      const dumps = fs.readdirSync(dir).filter((f) => f.startsWith(`${name}.callgrind.`));
-      const split = dumps
-        .map((f) => splitOf(path.join(dir, f)))
-        .reduce((a, b) => ({
-          total: a.total + b.total,
-          work: a.work + b.work,
-          gc: a.gc + b.gc,
-          compiler: a.compiler + b.compiler,
-        }));
-      results.push({ key, split, stored });
-      const per = (n: number): string => Math.round(n / stored).toLocaleString('en');
-      console.log(
-        `${key.padEnd(9)} per stored event: work ${per(split.work)}, collector ${per(split.gc)}, compiler ${per(split.compiler)}, ` +
-          `total ${per(split.total)} instructions (${stored} events, about ${(stored / Math.max(1, flushes)).toFixed(1)} per commit)`,
-      );
+      } finally {
+        await stop(child);
+      }
     } finally {
-      await stop(child);
+      await release();
     }
-  } finally {
-    await release();
   }
+  const first = results[0]!;
+  const ratio = (r: (typeof results)[number], f: (s: Split) => number): string =>
+    (f(r.split) / r.stored / (f(first.split) / first.stored)).toFixed(3);
+  for (const r of results) {
+    console.log(
+      `${r.key.padEnd(9)} vs ${first.key}: work ${ratio(r, (s) => s.work)}x, work and collector ${ratio(r, (s) => s.work + s.gc)}x, ` +
+        `total ${ratio(r, (s) => s.total)}x`,
+    );
+  }
+} finally {
+  if (!keep) fs.rmSync(dir, { recursive: true, force: true });
 }
-const first = results[0]!;
-const ratio = (r: (typeof results)[number], f: (s: Split) => number): string =>
-  (f(r.split) / r.stored / (f(first.split) / first.stored)).toFixed(3);
-for (const r of results) {
-  console.log(
-    `${r.key.padEnd(9)} vs ${first.key}: work ${ratio(r, (s) => s.work)}x, work and collector ${ratio(r, (s) => s.work + s.gc)}x, ` +
-      `total ${ratio(r, (s) => s.total)}x`,
-  );
-}
-if (!keep) fs.rmSync(dir, { recursive: true, force: true });
