@@ -17,14 +17,20 @@
 -- ingress answers 503 meanwhile and the service retries). To avoid that wait, build
 -- it beforehand with `CREATE INDEX CONCURRENTLY inbox_received_asc_idx ON
 -- <schema>.inbox (received_at)`; this migration then only swaps the names
--- (docs/runbook.md, "Upgrading across migration 014"). A concurrent build that
--- failed leaves an invalid index, which is dropped and built again here.
+-- (docs/runbook.md, "Upgrading across migration 014"). An index of that name that
+-- is not exactly this one (a concurrent build that failed leaves an invalid index;
+-- a typo can leave another key, order or predicate) is dropped and built again here.
 DO $$
 DECLARE
   ready boolean;
 BEGIN
-  SELECT i.indisvalid INTO ready
+  SELECT i.indisvalid AND i.indrelid = to_regclass('inbox') AND am.amname = 'btree' AND i.indnatts = 1
+         AND i.indkey[0] = (SELECT attnum FROM pg_attribute WHERE attrelid = i.indrelid AND attname = 'received_at')
+         AND i.indoption[0] = 0 AND i.indpred IS NULL AND i.indexprs IS NULL
+    INTO ready
   FROM pg_index i
+  JOIN pg_class c ON c.oid = i.indexrelid
+  JOIN pg_am am ON am.oid = c.relam
   WHERE i.indexrelid = to_regclass('inbox_received_asc_idx');
   IF ready IS NOT TRUE THEN
     DROP INDEX IF EXISTS inbox_received_asc_idx;

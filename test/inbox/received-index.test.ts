@@ -69,24 +69,32 @@ describe.each(await availableStoreKinds())('the receipt-time index (migration 01
     expect({ newest: (await store.db.query(newestFirst)).rows, oldest: (await store.db.query(receiptOrder)).rows }).toEqual(before);
   });
 
-  it('takes an index an operator built beforehand, and builds again one whose concurrent build failed', async () => {
-    for (const valid of [true, false]) {
+  it('takes an index an operator built beforehand, and builds again one whose concurrent build failed or that differs', async () => {
+    for (const prebuilt of ['valid', 'invalid', 'descending', 'partial'] as const) {
       const store = await openTestStore(kind, { migrate: false });
       cleanups.push(store.cleanup);
       await migrate(store.db, { dir: migrationsBefore(14, cleanups) });
       await insertInboxBatch(store.db, [event('evt_pre_1'), event('evt_pre_2')]);
-      // As `CREATE INDEX CONCURRENTLY` leaves it, built or (when it failed) invalid; a fillfactor tells it apart.
-      await store.db.exec('CREATE INDEX inbox_received_asc_idx ON inbox (received_at) WITH (fillfactor = 80)');
-      if (!valid) await store.db.exec(`UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass('inbox_received_asc_idx')`);
+      // As `CREATE INDEX CONCURRENTLY` leaves it: built, invalid (the build failed), or built with another key by
+      // mistake. A fillfactor tells the one the migration keeps from the one it builds.
+      const key = {
+        valid: '(received_at)',
+        invalid: '(received_at)',
+        descending: '(received_at DESC)',
+        partial: "(received_at) WHERE status = 'received'",
+      }[prebuilt];
+      await store.db.exec(`CREATE INDEX inbox_received_asc_idx ON inbox ${key.replace(/( WHERE|$)/, ' WITH (fillfactor = 80)$1')}`);
+      if (prebuilt === 'invalid')
+        await store.db.exec(`UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass('inbox_received_asc_idx')`);
 
       await migrate(store.db);
 
-      const def = ASCENDING + (valid ? " WITH (fillfactor='80')" : '');
+      const def = ASCENDING + (prebuilt === 'valid' ? " WITH (fillfactor='80')" : '');
       expect(await receivedIndex(store.db)).toEqual([def]);
-      const valid_ = await store.db.query<{ ok: boolean }>(
+      const validity = await store.db.query<{ ok: boolean }>(
         `SELECT indisvalid AS ok FROM pg_index WHERE indexrelid = to_regclass('inbox_received_idx')`,
       );
-      expect(valid_.rows).toEqual([{ ok: true }]);
+      expect(validity.rows).toEqual([{ ok: true }]);
     }
   });
 });
