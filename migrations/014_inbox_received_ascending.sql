@@ -19,12 +19,13 @@
 -- <schema>.inbox (received_at)`; this migration then only swaps the names
 -- (docs/runbook.md, "Upgrading across migration 014"). An index of that name that
 -- is not exactly this one (a concurrent build that failed leaves an invalid index;
--- a typo can leave another key, order or predicate) is dropped and built again here.
+-- a typo can leave another key, order, predicate or a unique index, which would
+-- refuse a flush's rows, all received at one instant) is dropped and built again here.
 DO $$
 DECLARE
   ready boolean;
 BEGIN
-  SELECT i.indisvalid AND i.indrelid = to_regclass('inbox') AND am.amname = 'btree' AND i.indnatts = 1
+  SELECT i.indisvalid AND NOT i.indisunique AND i.indrelid = to_regclass('inbox') AND am.amname = 'btree' AND i.indnatts = 1
          AND i.indkey[0] = (SELECT attnum FROM pg_attribute WHERE attrelid = i.indrelid AND attname = 'received_at')
          AND i.indoption[0] = 0 AND i.indpred IS NULL AND i.indexprs IS NULL
     INTO ready

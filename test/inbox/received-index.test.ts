@@ -70,11 +70,13 @@ describe.each(await availableStoreKinds())('the receipt-time index (migration 01
   });
 
   it('takes an index an operator built beforehand, and builds again one whose concurrent build failed or that differs', async () => {
-    for (const prebuilt of ['valid', 'invalid', 'descending', 'partial'] as const) {
+    for (const prebuilt of ['valid', 'invalid', 'descending', 'partial', 'unique'] as const) {
       const store = await openTestStore(kind, { migrate: false });
       cleanups.push(store.cleanup);
       await migrate(store.db, { dir: migrationsBefore(14, cleanups) });
-      await insertInboxBatch(store.db, [event('evt_pre_1'), event('evt_pre_2')]);
+      // Two flushes, so two receipt times: a unique index on them can be built.
+      await insertInboxBatch(store.db, [event('evt_pre_1')]);
+      await insertInboxBatch(store.db, [event('evt_pre_2')]);
       // As `CREATE INDEX CONCURRENTLY` leaves it: built, invalid (the build failed), or built with another key by
       // mistake. A fillfactor tells the one the migration keeps from the one it builds.
       const key = {
@@ -82,8 +84,12 @@ describe.each(await availableStoreKinds())('the receipt-time index (migration 01
         invalid: '(received_at)',
         descending: '(received_at DESC)',
         partial: "(received_at) WHERE status = 'received'",
+        unique: '(received_at)',
       }[prebuilt];
-      await store.db.exec(`CREATE INDEX inbox_received_asc_idx ON inbox ${key.replace(/( WHERE|$)/, ' WITH (fillfactor = 80)$1')}`);
+      const unique = prebuilt === 'unique' ? 'UNIQUE ' : '';
+      await store.db.exec(
+        `CREATE ${unique}INDEX inbox_received_asc_idx ON inbox ${key.replace(/( WHERE|$)/, ' WITH (fillfactor = 80)$1')}`,
+      );
       if (prebuilt === 'invalid')
         await store.db.exec(`UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass('inbox_received_asc_idx')`);
 
