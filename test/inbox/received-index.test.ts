@@ -58,6 +58,11 @@ describe.each(await availableStoreKinds())('the receipt-time index (migration 01
     cleanups.push(store.cleanup);
     await migrate(store.db, { dir: migrationsBefore(14, cleanups) });
     for (let flush = 0; flush < 3; flush++) await insertInboxBatch(store.db, [event(`evt_up_${flush}_a`), event(`evt_up_${flush}_b`)]);
+    // A second apart per flush: PGlite's clock can give two quick flushes one instant, which would leave the
+    // newest flush to the event-id tie-break.
+    await store.db.exec(
+      `UPDATE inbox SET received_at = timestamptz '2026-11-18 10:00:00+00' + split_part(event_id, '_', 3)::int * interval '1 second'`,
+    );
     const newestFirst = 'SELECT event_id FROM inbox ORDER BY received_at DESC, event_id';
     const receiptOrder = 'SELECT event_id FROM inbox ORDER BY received_at, event_id';
     const before = { newest: (await store.db.query(newestFirst)).rows, oldest: (await store.db.query(receiptOrder)).rows };
