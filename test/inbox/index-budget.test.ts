@@ -1,0 +1,97 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Db } from '../../src/db/types.js';
+import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
+import { inboxStatusCounts } from '../../src/inbox/read-queries.js';
+import { inboxStats } from '../../src/inbox/admin-queries.js';
+import { migrate } from '../../src/db/migrate.js';
+import { availableStoreKinds, openTestStore } from '../support/db.js';
+import { migrationsBefore } from '../support/migrations.js';
+import { envelope, toRow } from '../worker/support.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+const event = (id: string, cid = 'cor_1') => toRow(envelope('participant.acted', { correspondence_id: cid }, '2026-11-18T10:15:00Z', id));
+
+/** The indexes of inbox that hold the row: those without a predicate, and those whose predicate the row meets. */
+async function indexesHolding(db: Db, eventId: string): Promise<string[]> {
+  const indexes = await db.query<{ name: string; predicate: string | null }>(
+    `SELECT c.relname AS name, pg_get_expr(x.indpred, x.indrelid) AS predicate
+     FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
+     WHERE x.indrelid = to_regclass('inbox') ORDER BY 1`,
+  );
+  const holding: string[] = [];
+  for (const { name, predicate } of indexes.rows) {
+    if (predicate === null) {
+      holding.push(name);
+      continue;
+    }
+    const res = await db.query<{ held: boolean }>(`SELECT EXISTS (SELECT 1 FROM inbox WHERE event_id = $1 AND (${predicate})) AS held`, [
+      eventId,
+    ]);
+    if (res.rows[0]!.held) holding.push(name);
+  }
+  return holding;
+}
+
+describe.each(await availableStoreKinds())('what a received event costs in indexes (migration 015) on %s', (kind) => {
+  /**
+   * Every index a received row enters is a page Postgres reads, locks and writes (and logs) in every flush,
+   * on the path that answers the service. Four serve every reader: de-duplication (the id), receipt order
+   * (prune, replay, listings), the claim and per-correspondence ordering. A fifth, by receipt time over
+   * unfinished rows, only answered "how old is the oldest unfinished event", which the backlog count
+   * that asks it already reads (src/inbox/count-queries.ts).
+   */
+  it('enters the id, receipt-order, claim and ordering indexes, and no other', async () => {
+    const store = await openTestStore(kind);
+    cleanups.push(store.cleanup);
+    await insertInboxBatch(store.db, [event('evt_budget_1')]);
+    expect(await indexesHolding(store.db, 'evt_budget_1')).toEqual([
+      'inbox_claim_order_idx',
+      'inbox_event_id_excl',
+      'inbox_ordering_idx',
+      'inbox_received_idx',
+    ]);
+  });
+
+  it('still names the oldest unfinished event, in receipt order, whatever its status', async () => {
+    const store = await openTestStore(kind);
+    cleanups.push(store.cleanup);
+    const ids = ['evt_old_a', 'evt_old_b', 'evt_old_c', 'evt_old_d'];
+    for (const id of ids) await insertInboxBatch(store.db, [event(id, `cor_${id}`)]);
+    // Receipt times an hour apart, oldest first; then the oldest finishes and the next one fails.
+    await store.db.query(
+      `UPDATE inbox SET received_at = now() - make_interval(hours => 10 - array_position($1::text[], event_id)) WHERE event_id = ANY($1::text[])`,
+      [ids],
+    );
+    await store.db.query(`UPDATE inbox SET status = 'processed', processed_at = now() WHERE event_id = 'evt_old_a'`);
+    await store.db.query(`UPDATE inbox SET status = 'failed', last_error = 'x' WHERE event_id = 'evt_old_b'`);
+
+    const stats = await inboxStats(store.db);
+    expect(stats.oldest_unprocessed?.event_id).toBe('evt_old_b');
+    expect(stats.oldest_unprocessed?.age_seconds).toBeGreaterThanOrEqual(8 * 3600 - 5);
+    expect(stats.oldest_unprocessed?.age_seconds).toBeLessThan(8 * 3600 + 60);
+    const counts = await inboxStatusCounts(store.db);
+    expect(counts.oldestUnfinishedAgeSeconds).toBeCloseTo(stats.oldest_unprocessed!.age_seconds, -1);
+
+    await store.db.query(`UPDATE inbox SET status = 'processed', processed_at = now() WHERE event_id <> 'evt_old_d'`);
+    expect((await inboxStats(store.db)).oldest_unprocessed?.event_id).toBe('evt_old_d');
+    await store.db.query(`UPDATE inbox SET status = 'processed', processed_at = now()`);
+    expect((await inboxStats(store.db)).oldest_unprocessed).toBeNull();
+    expect((await inboxStatusCounts(store.db)).oldestUnfinishedAgeSeconds).toBe(0);
+  });
+
+  it('upgrades an inbox from 014 without losing a row or the oldest unfinished event', async () => {
+    const store = await openTestStore(kind, { migrate: false });
+    cleanups.push(store.cleanup);
+    await migrate(store.db, { dir: migrationsBefore(15, cleanups) });
+    await insertInboxBatch(store.db, [event('evt_up_a'), event('evt_up_b')]);
+    await store.db.query(`UPDATE inbox SET received_at = now() - interval '1 hour' WHERE event_id = 'evt_up_b'`);
+    await migrate(store.db);
+    expect((await store.db.query<{ n: number }>('SELECT count(*)::int AS n FROM inbox')).rows[0]!.n).toBe(2);
+    expect((await inboxStats(store.db)).oldest_unprocessed?.event_id).toBe('evt_up_b');
+    expect(await indexesHolding(store.db, 'evt_up_a')).not.toContain('inbox_unfinished_idx');
+  });
+});
