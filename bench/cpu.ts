@@ -2,7 +2,8 @@
  * CPU per stored event (`npx tsx bench/cpu.ts`, after `npm run build`): a measure
  * that moves less than rates on a shared machine. Each receiver takes wrk load
  * (64 connections) after a 2 s warm-up, and the CPU time its process and its
- * Postgres backends used, from /proc, is divided by the rows it stored.
+ * Postgres backends used, from /proc, and the write-ahead log Postgres wrote,
+ * are divided by the rows it stored.
  * Knobs: CPU_RECEIVERS (comma-separated: gc_pk, gc_pk_hash, gc_inbox, gc_wide, gc_seen, ingress, serve; `ingress@/dir`
  * runs the build in another checkout, for before/after in one run (in CPU_SLICES mode each receiver's database
  * gets the migrations of its own build, so builds with different schemas compare too); `serve` is every role in one
@@ -51,6 +52,11 @@ function threadSeconds(pid: number): Map<string, number> {
   return out;
 }
 
+/** Where the cluster's write-ahead log ends now (every database's writes: the bench's slices load one receiver at a time). */
+async function walPosition(admin: pg.Client): Promise<string> {
+  return (await admin.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn')).rows[0]!.lsn;
+}
+
 function cpuSeconds(pid: number): number {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -84,6 +90,13 @@ interface Measured {
   backlog?: number;
   proc: number;
   pgus: number;
+  /**
+   * Write-ahead log per stored event: every row, index entry and commit a receiver makes Postgres write, as
+   * bytes. It does not move with the machine's load as CPU time does, so it shows a change to what a flush
+   * writes (an index fewer, a narrower row) that timing on a shared machine cannot. Each slice starts right
+   * after a checkpoint, so each pays the same full-page images for the pages it touches first.
+   */
+  wal: number;
   p99: number;
 }
 
@@ -109,11 +122,17 @@ async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ 
       [dbName],
     )
   ).rows.map((x) => x.pid);
+  // Needs a superuser (the bench's local Postgres); without one, the slice starts wherever the last checkpoint left it.
+  await rig.admin.query('CHECKPOINT').catch(() => undefined);
+  const wal0 = await walPosition(rig.admin);
   const t0 = threadSeconds(rig.child.pid!);
   const c0 = cpuSeconds(rig.child.pid!);
   const p0 = new Map(backends.map((p) => [p, cpuSeconds(p)]));
   const w = await runWrk(`http://127.0.0.1:${rig.port}/webhooks`, file, { connections: 64, seconds });
   const c1 = cpuSeconds(rig.child.pid!);
+  const walBytes = Number(
+    (await rig.admin.query<{ d: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1) AS d', [wal0])).rows[0]!.d,
+  );
   // At once, in one snapshot: a worker that fell behind during the slice still shows its backlog here.
   const serve = rig.key.startsWith('serve');
   const counted = await rig.admin.query<{ n: string; finished: string | null }>(
@@ -151,6 +170,7 @@ async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ 
       ...(finished === undefined ? {} : { processed: finished / w.durationS, backlog: stored - finished }),
       proc: ((c1 - c0) / stored) * 1e6,
       pgus: (pgSeconds / stored) * 1e6,
+      wal: walBytes / stored,
       p99: w.p99Ms,
     },
     threads,
@@ -165,13 +185,14 @@ function medians(ms: readonly Measured[]): Measured {
     ...(processed.length > 0 ? { processed: median(processed), backlog: Math.round(median(backlog)) } : {}),
     proc: median(ms.map((m) => m.proc)),
     pgus: median(ms.map((m) => m.pgus)),
+    wal: median(ms.map((m) => m.wal)),
     p99: median(ms.map((m) => m.p99)),
   };
 }
 
 function line(key: string, label: string, m: Measured): string {
   const processed = m.processed === undefined ? '' : ` (processed ${Math.round(m.processed)}/s, backlog ${m.backlog ?? '?'})`;
-  return `${key.padEnd(9)} ${label}: ${Math.round(m.rate)}/s${processed}  process ${m.proc.toFixed(1)} µs/event  postgres ${m.pgus.toFixed(1)} µs/event  p99 ${m.p99.toFixed(1)} ms`;
+  return `${key.padEnd(9)} ${label}: ${Math.round(m.rate)}/s${processed}  process ${m.proc.toFixed(1)} µs/event  postgres ${m.pgus.toFixed(1)} µs/event  WAL ${Math.round(m.wal)} B/event  p99 ${m.p99.toFixed(1)} ms`;
 }
 
 function load(): string {
@@ -219,7 +240,7 @@ async function alternate(): Promise<void> {
         `${line(k, 'median', medians(ms))}` +
           `  | vs ${keys[0]}: rate ${ratio((m) => m.rate)}x` +
           (ms[0]?.processed !== undefined && first[0]?.processed !== undefined ? `  processed ${ratio((m) => m.processed!)}x` : '') +
-          `  process ${ratio((m) => m.proc)}x  postgres ${ratio((m) => m.pgus)}x`,
+          `  process ${ratio((m) => m.proc)}x  postgres ${ratio((m) => m.pgus)}x  WAL ${ratio((m) => m.wal)}x`,
       );
     }
   } finally {
