@@ -45,12 +45,11 @@ const HELD_BACK_BY = (e: string, c: string, hold: string): string => `
 /**
  * Read the correspondence's unfinished events in inbox_ordering_idx's order.
  * Without it, statistics from a quiet moment (the partial indexes looked empty)
- * let the planner walk inbox_unfinished_idx (dropped in migration 015), whose
- * predicate was the same, for every candidate: the whole backlog per event, so
- * the drain slowed as the backlog grew. Asking for this order, with sorts off in
- * the claim's transaction, leaves the ordering index as the only plan, whatever
- * other index a later migration adds. OFFSET 0 keeps the ORDER BY: the planner
- * drops both from an EXISTS subquery without it.
+ * let the planner walk inbox_unfinished_idx, whose predicate is the same, for
+ * every candidate: the whole backlog per event, so the drain slowed as the
+ * backlog grew. Asking for this order, with sorts off in the claim's
+ * transaction, leaves the ordering index as the only plan. OFFSET 0 keeps the
+ * ORDER BY: the planner drops both from an EXISTS subquery without it.
  */
 const EARLIEST_FIRST = (e: string): string => `ORDER BY ${e}.correspondence_id, ${e}.occurred_at LIMIT 1 OFFSET 0`;
 
