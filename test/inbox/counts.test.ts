@@ -1,13 +1,12 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sqlText } from '../../src/db/statement.js';
-import type { Db, Queryable } from '../../src/db/types.js';
+import type { Queryable } from '../../src/db/types.js';
 import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
 import { inboxStatusCounts } from '../../src/inbox/read-queries.js';
 import { INBOX_STATUSES, type NewInboxEvent } from '../../src/inbox/types.js';
 import { inboxStats } from '../../src/inbox/admin-queries.js';
 import { adminUrl, availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
-import { explain, unkeyedInboxReads } from '../support/plans.js';
+import { explain, recording, unkeyedInboxReads } from '../support/plans.js';
 
 const TYPES = ['participant.acted', 'wallet.debited', 'correspondence.sealed'];
 
@@ -46,22 +45,6 @@ async function truth(q: Queryable): Promise<{ by_status: Record<string, number>;
     (by_type[r.type] ??= {})[r.status] = r.n;
   }
   return { by_status, by_type };
-}
-
-/** Records every statement a function sends, so its plans can be inspected. */
-function recording(db: Db): { q: Queryable; sql: string[] } {
-  const sql: string[] = [];
-  const q: Queryable = {
-    query: (text, params) => {
-      sql.push(sqlText(text));
-      return db.query(text, params);
-    },
-    exec: (text) => {
-      sql.push(text);
-      return db.exec(text);
-    },
-  } as Queryable;
-  return { q, sql };
 }
 
 describe.runIf((await adminUrl()) !== undefined)('counting the inbox on Postgres', () => {

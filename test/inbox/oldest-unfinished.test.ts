@@ -3,9 +3,7 @@ import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
 import { inboxStatusCounts } from '../../src/inbox/read-queries.js';
 import { inboxStats } from '../../src/inbox/admin-queries.js';
 import { availableStoreKinds, openTestStore } from '../support/db.js';
-import { sqlText } from '../../src/db/statement.js';
-import type { Queryable } from '../../src/db/types.js';
-import { explain, unkeyedInboxReads } from '../support/plans.js';
+import { explain, recording, unkeyedInboxReads } from '../support/plans.js';
 import { envelope, toRow } from '../worker/support.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -60,19 +58,12 @@ describe.each(await availableStoreKinds())('the oldest unfinished event on %s', 
        FROM generate_series(1, 10000) g`,
     );
     await store.db.exec('ANALYZE inbox');
-    const sql: string[] = [];
-    const rec: Queryable = {
-      query: (text, params) => {
-        sql.push(sqlText(text));
-        return store.db.query(text, params);
-      },
-      exec: (text) => store.db.exec(text),
-    } as Queryable;
-    const stats = await inboxStats(rec);
-    await inboxStatusCounts(rec);
+    const rec = recording(store.db);
+    const stats = await inboxStats(rec.q);
+    await inboxStatusCounts(rec.q);
     expect(stats.oldest_unprocessed?.event_id).toBe('evt_walk_8001');
     const walks: string[] = [];
-    for (const text of sql) {
+    for (const text of rec.sql) {
       for (const p of unkeyedInboxReads(await explain(store.db, text), (index) => index === 'inbox_received_idx'))
         walks.push(`${p}: ${text.replace(/\s+/g, ' ').trim().slice(0, 100)}`);
     }

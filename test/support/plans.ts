@@ -1,4 +1,5 @@
-import type { Queryable } from '../../src/db/types.js';
+import { sqlText } from '../../src/db/statement.js';
+import type { Db, Queryable } from '../../src/db/types.js';
 
 /** One node of `EXPLAIN (FORMAT JSON)`, as far as the plan checks read it. */
 export interface PlanNode {
@@ -26,4 +27,20 @@ export function unkeyedInboxReads(node: PlanNode, flagged: (index: string) => bo
   if (index !== undefined && !node['Index Cond'] && flagged(index)) out.push(`${node['Node Type']} on ${index} without a condition`);
   for (const child of node.Plans ?? []) unkeyedInboxReads(child, flagged, out);
   return out;
+}
+
+/** Records every statement a function sends, so its plans can be inspected. */
+export function recording(db: Db): { q: Queryable; sql: string[] } {
+  const sql: string[] = [];
+  const q: Queryable = {
+    query: (text, params) => {
+      sql.push(sqlText(text));
+      return db.query(text, params);
+    },
+    exec: (text) => {
+      sql.push(text);
+      return db.exec(text);
+    },
+  } as Queryable;
+  return { q, sql };
 }
