@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { createInterface } from 'node:readline/promises';
-import { createApiClientFromConfig, type ApiClient } from '../client/index.js';
+import type { ApiClient } from '../client/index.js';
 import type { Db } from '../db/types.js';
 import { PostroomError } from '../errors.js';
 import type { SecretCipher } from '../secrets/crypto.js';
@@ -11,9 +11,11 @@ import type { Io } from './output.js';
 /**
  * Shared by every command that talks to the service: one client per command,
  * the plane always shown (on stderr, so --json output stays clean), and a
- * guard in front of writes on the live plane.
+ * guard in front of writes on the live plane. The client (undici and every
+ * resource) is loaded here, by the commands that call the service, not at the CLI's start.
  */
-export function apiClientFor(ctx: CliContext): ApiClient {
+export async function apiClientFor(ctx: CliContext): Promise<ApiClient> {
+  const { createApiClientFromConfig } = await import('../client/from-config.js');
   const client = createApiClientFromConfig(ctx.config(), { logger: ctx.logger() });
   ctx.io.stderr.write(`plane: ${client.plane}\n`);
   return client;

@@ -2,7 +2,7 @@ import { loadConfig, type Config } from '../config/config.js';
 import type { Env } from '../config/env.js';
 import { openDb } from '../db/open.js';
 import type { Db } from '../db/types.js';
-import { resolveApiKey } from '../client/from-config.js';
+import { resolveApiKey } from '../client/api-key.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import type { Io } from './output.js';
 

@@ -1,6 +1,6 @@
-import fs from 'node:fs';
 import { Agent } from 'undici';
 import { ConfigError } from '../errors.js';
+import { readSettingFile } from './setting-file.js';
 import type { Timeouts } from './http.js';
 
 /** Tier-1 senders: the gateway checks a client certificate in addition to the key. */
@@ -56,12 +56,4 @@ export function readClientTls(files: {
     key: readSettingFile('POSTROOM_API_CLIENT_KEY_FILE', files.keyFile),
     ca: files.caFile ? readSettingFile('POSTROOM_API_CA_FILE', files.caFile) : undefined,
   };
-}
-
-export function readSettingFile(setting: string, file: string): Buffer {
-  try {
-    return fs.readFileSync(file);
-  } catch (err) {
-    throw new ConfigError(setting, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
-  }
 }

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_RETRY_SCHEDULE } from './defaults.js';
 import type { AddressInfo } from 'node:net';
 import type express from 'express';
 import { Agent, type Dispatcher as HttpDispatcher } from 'undici';
@@ -77,8 +78,7 @@ export interface Sandbox {
   close(): Promise<void>;
 }
 
-export const DEFAULT_RETRY_SCHEDULE = [1, 5, 25, 125, 625] as const;
-export const DEFAULT_ATTEMPT_TIMEOUT_MS = 10_000;
+export { DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_RETRY_SCHEDULE } from './defaults.js';
 
 function checkOptions(o: SandboxOptions): void {
   const schedule = o.retrySchedule;

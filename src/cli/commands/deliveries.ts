@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
-import { DELIVERY_STATUSES, type ListDeliveriesParams, type WebhookDelivery } from '../../client/index.js';
+import type { ListDeliveriesParams, WebhookDelivery } from '../../client/index.js';
+import { DELIVERY_STATUSES } from '../../client/types.js';
 import { apiClientFor } from '../api.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount } from '../duration.js';
@@ -39,7 +40,7 @@ Examples:
         ...(opts.status !== undefined ? { status: parseChoice('--status', opts.status, DELIVERY_STATUSES) } : {}),
         ...(opts.endpoint !== undefined ? { endpoint_id: opts.endpoint } : {}),
       };
-      const client = apiClientFor(ctx);
+      const client = await apiClientFor(ctx);
       try {
         const rows: WebhookDelivery[] = [];
         // Collected before anything is printed: with --json, a page that fails half-way must leave

@@ -1,15 +1,8 @@
 import type { Command } from 'commander';
-import { loadOrCreateDevSecret } from '../../app/dev-secret.js';
-import { startServer } from '../../app/server.js';
 import type { ComponentDeps } from '../../lifecycle/component.js';
-import { createApiClient } from '../../client/client.js';
 import { PostroomError } from '../../errors.js';
-import { staticSecrets } from '../../secrets/secret-provider.js';
 import { createLogger } from '../../logging/logger.js';
-import { reconcilerComponentFactory } from '../../app/reconciler-component.js';
-import { sentLedger } from '../../reconciler/state-queries.js';
-import { startSandbox, startTraffic, SUBSCRIBABLE_EVENT_TYPES, type Sandbox } from '../../sandbox/index.js';
-import { workerComponentFactory } from '../../app/worker-component.js';
+import type { Sandbox } from '../../sandbox/index.js';
 import type { CliContext } from '../context.js';
 import { parseCount } from '../duration.js';
 import { waitForSignal } from '../signals.js';
@@ -55,6 +48,29 @@ Examples:
         opts.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : parseCount('--seed', opts.seed, { min: 0, max: 2 ** 31 });
       const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel, destination: process.stderr as never });
       const io = ctx.io;
+      // Loaded here, not at the CLI's start: every other command runs without the sandbox, server and client.
+      const [
+        { loadOrCreateDevSecret },
+        { startServer },
+        { createApiClient },
+        { staticSecrets },
+        reconcilerComponent,
+        { sentLedger },
+        sandboxModule,
+        workerComponent,
+      ] = await Promise.all([
+        import('../../app/dev-secret.js'),
+        import('../../app/server.js'),
+        import('../../client/client.js'),
+        import('../../secrets/secret-provider.js'),
+        import('../../app/reconciler-component.js'),
+        import('../../reconciler/state-queries.js'),
+        import('../../sandbox/index.js'),
+        import('../../app/worker-component.js'),
+      ]);
+      const { reconcilerComponentFactory } = reconcilerComponent;
+      const { workerComponentFactory } = workerComponent;
+      const { startSandbox, startTraffic, SUBSCRIBABLE_EVENT_TYPES } = sandboxModule;
 
       let sandbox: Sandbox;
       try {

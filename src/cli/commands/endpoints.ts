@@ -147,7 +147,7 @@ The plane (sandbox or live, from the key) is printed on stderr; writes on the li
     .addHelpText('after', `\nExamples:\n  $ postroom endpoints list\n  $ postroom endpoints list --json | jq '.[].url'`)
     .action(async (opts: { limit?: string; json?: boolean }) => {
       const limit = opts.limit === undefined ? undefined : parseCount('--limit', opts.limit, { min: 1, max: 10_000 });
-      const client = apiClientFor(ctx);
+      const client = await apiClientFor(ctx);
       try {
         const items: WebhookEndpoint[] = [];
         for await (const e of client.webhookEndpoints.iterate(limit === undefined ? {} : { limit: Math.min(limit, 100) })) {
@@ -201,7 +201,7 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
           `warning: ${url} verifies with POSTROOM_WEBHOOK_SECRETS only: put the secret printed below there, or use --url ${fixed}\n`,
         );
       }
-      const client = apiClientFor(ctx);
+      const client = await apiClientFor(ctx);
       try {
         await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `create a webhook endpoint for ${url}` });
         const templated = url.includes(ENDPOINT_ID_PLACEHOLDER);
@@ -302,7 +302,7 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
           );
         }
       }
-      const client = apiClientFor(ctx);
+      const client = await apiClientFor(ctx);
       try {
         await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `update webhook endpoint ${endpointId}` });
         const updated = await client.webhookEndpoints.update(endpointId, patch);
@@ -324,7 +324,7 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
     .option('--json', 'print the result as JSON')
     .addHelpText('after', `\nExample:\n  $ postroom endpoints delete ep_123 --yes`)
     .action(async (endpointId: string, opts: { yes?: boolean; json?: boolean }) => {
-      const client = apiClientFor(ctx);
+      const client = await apiClientFor(ctx);
       try {
         await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `delete webhook endpoint ${endpointId}` });
         await client.webhookEndpoints.delete(endpointId);
@@ -345,7 +345,7 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
     .option('--json', "print the service's answer as JSON")
     .addHelpText('after', `\nExample:\n  $ postroom endpoints test ep_123 && postroom inbox list --type webhook.test --limit 1`)
     .action(async (endpointId: string, opts: { yes?: boolean; json?: boolean }) => {
-      const client = apiClientFor(ctx);
+      const client = await apiClientFor(ctx);
       try {
         await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `send a test event to webhook endpoint ${endpointId}` });
         const answer = await client.webhookEndpoints.test(endpointId);
@@ -383,7 +383,7 @@ secret up within seconds. Watch postroom_ingress_secret_matches_total{secret="en
       if (overlapSeconds !== undefined && overlapSeconds > 30 * 86_400)
         throw new PostroomError('invalid_flag', '--overlap: expected at most 30d');
       const store = await secretStoreFor(ctx, { showSecret: opts.showSecret, command: `endpoints rotate-secret ${endpointId}` });
-      const client = apiClientFor(ctx);
+      const client = await apiClientFor(ctx);
       try {
         await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `rotate the signing secret of webhook endpoint ${endpointId}` });
         const rotated = await client.webhookEndpoints.rotateSecret(endpointId);

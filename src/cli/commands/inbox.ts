@@ -7,7 +7,6 @@ import type { CliContext } from '../context.js';
 import { parseChoice, parseCount, parseDuration } from '../duration.js';
 import { createProgress, printJson, printTable } from '../output.js';
 import { countPrunable, inboxStats, prunePage, type InboxCursor } from '../../inbox/admin-queries.js';
-import { previewReplay, replayEvent, replayMatching } from '../../worker/replay.js';
 
 /** The `inbox` command group: what was accepted (list, show) and what to do about it (stats, replay, prune). */
 export function registerInboxCommands(program: Command, ctx: CliContext): Command {
@@ -160,6 +159,7 @@ A running worker picks replayed events up at once (postroom serve, or your own p
 
         if (eventId !== undefined) {
           if (opts.dryRun) {
+            const { previewReplay } = await import('../../worker/replay.js');
             const d = await previewReplay(db, eventId);
             const verdict =
               d.action === 'reset'
@@ -170,6 +170,7 @@ A running worker picks replayed events up at once (postroom serve, or your own p
             ctx.io.stdout.write(`${verdict} ${eventId} (dry run: nothing changed)\n`);
             return;
           }
+          const { replayEvent } = await import('../../worker/replay.js');
           const result = await replayEvent(db, eventId);
           if (opts.json) printJson(ctx.io, { event_id: eventId, ...result });
           else if (result.outcome === 'replayed')
@@ -185,6 +186,7 @@ A running worker picks replayed events up at once (postroom serve, or your own p
           since: opts.since === undefined ? undefined : new Date(Date.now() - parseDuration('--since', opts.since)),
         };
         const progress = createProgress(ctx.io, 'replay');
+        const { replayMatching } = await import('../../worker/replay.js');
         const summary = await replayMatching(db, filter, {
           dryRun: opts.dryRun === true,
           onProgress: (done, total) => progress.update(`${done}/${total}`),

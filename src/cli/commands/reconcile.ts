@@ -1,11 +1,10 @@
 import type { Command } from 'commander';
-import { createApiClientFromConfig } from '../../client/from-config.js';
 import { PostroomError } from '../../errors.js';
 import { systemClock } from '../../clock.js';
 import { auditDelivered } from '../../reconciler/audit.js';
 import { GAP_STATUSES, getGap, ignoreGap, listGaps, type GapStatus } from '../../reconciler/gap-queries.js';
-import { createReconciler, reconcileDefaults } from '../../reconciler/reconcile.js';
 import { knownEndpointIds, recordSentCorrespondence } from '../../reconciler/state-queries.js';
+import { apiClientFor } from '../api.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount, parseDuration } from '../duration.js';
 import { createProgress, printJson, printTable } from '../output.js';
@@ -14,12 +13,6 @@ import { createProgress, printJson, printTable } from '../output.js';
 export const RECONCILE_EXIT = { clean: 0, error: 1, gaps_open: 2, auditLoss: 3, notLeader: 4 } as const;
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
-
-function apiClient(ctx: CliContext) {
-  const client = createApiClientFromConfig(ctx.config(), { logger: ctx.logger() });
-  ctx.io.stderr.write(`plane: ${client.plane}\n`);
-  return client;
-}
 
 export function registerReconcileCommands(program: Command, ctx: CliContext): void {
   program
@@ -77,9 +70,10 @@ Examples:
           rereadConcurrency: parseCount('--concurrency', opts.concurrency, { min: 1, max: 64 }),
           ...(opts.wait ? { waitMs: parseDuration('--wait', opts.wait) } : {}),
         };
-        const api = apiClient(ctx);
+        const api = await apiClientFor(ctx);
         const db = await ctx.db();
         const progress = createProgress(ctx.io, 'reconcile');
+        const { createReconciler, reconcileDefaults } = await import('../../reconciler/reconcile.js');
         const reconciler = createReconciler({
           db,
           api,
@@ -238,7 +232,7 @@ Examples:
     )
     .action(async (opts: { since: string; endpoint?: string[]; json?: boolean }) => {
       const since = new Date(Date.now() - parseDuration('--since', opts.since));
-      const api = apiClient(ctx);
+      const api = await apiClientFor(ctx);
       const db = await ctx.db();
       let endpoints = opts.endpoint ?? (await knownEndpointIds(db));
       if (endpoints.length === 0) {

@@ -1,18 +1,11 @@
 import type { Command } from 'commander';
-import { request } from 'undici';
 import { PostroomError, describeError } from '../../errors.js';
 import { createLogger } from '../../logging/logger.js';
 import { SIGNED_PAYLOAD_SCHEMES, type SignedPayloadScheme } from '../../signature/index.js';
-import {
-  DEFAULT_ATTEMPT_TIMEOUT_MS,
-  DEFAULT_RETRY_SCHEDULE,
-  EVENT_TYPES,
-  PARTICIPANT_ACTS,
-  createSandbox,
-  parseKeySpec,
-  type FaultConfig,
-  type KeySpec,
-} from '../../sandbox/index.js';
+import type { FaultConfig, KeySpec } from '../../sandbox/index.js';
+import { EVENT_TYPES, PARTICIPANT_ACTS } from '../../sandbox/catalogue.js';
+import { DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_RETRY_SCHEDULE } from '../../sandbox/defaults.js';
+import { parseKeySpec } from '../../sandbox/keys.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount } from '../duration.js';
 import { printJson } from '../output.js';
@@ -142,6 +135,7 @@ see docs/sandbox.md. Not part of the service.`,
       // Results (the banner, --json) go to stdout; logs (dead deliveries, errors) stay on stderr unless a person is watching.
       const pretty = !opts.json && Boolean(process.stdout.isTTY);
       const logger = createLogger({ level: config.logLevel, pretty, ...(pretty ? {} : { destination: process.stderr as never }) });
+      const { createSandbox } = await import('../../sandbox/index.js');
       const sb = createSandbox({
         ...(generated ? {} : { keys }),
         allowPrivateTargets: opts.allowPrivateTargets ?? false,
@@ -217,6 +211,7 @@ Examples:
       const base = sandboxBase(opts.url ?? ctx.config().api.baseUrl ?? DEFAULT_URL);
       let res;
       try {
+        const { request } = await import('undici');
         res = await request(`${base}/sandbox/trigger`, {
           method: 'POST',
           headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
-import { request } from 'undici';
 import { readDevSecret } from '../../app/dev-secret.js';
 import { PostroomError } from '../../errors.js';
 import { sign } from '../../signature/index.js';
@@ -36,6 +35,7 @@ export function registerSendSampleCommand(program: Command, ctx: CliContext): vo
       const body = JSON.stringify(event);
       let res;
       try {
+        const { request } = await import('undici');
         res = await request(opts.url, {
           method: 'POST',
           headers: {

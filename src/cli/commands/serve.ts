@@ -1,12 +1,9 @@
 import { Option, type Command } from 'commander';
 import { ROLES, type Role } from '../../config/config.js';
-import { startServer } from '../../app/server.js';
 import type { ComponentDeps, Component } from '../../lifecycle/component.js';
 import { createLogger } from '../../logging/logger.js';
 import { configuredSecretValues, type CliContext } from '../context.js';
 import { parseChoice, parseCount } from '../duration.js';
-import { reconcilerComponentFactory } from '../../app/reconciler-component.js';
-import { workerComponentFactory } from '../../app/worker-component.js';
 import { waitForSignal } from '../signals.js';
 
 /** Components that roles contribute (worker, reconciler); filled in by those domains. */
@@ -14,7 +11,19 @@ export type ComponentFactory = (
   deps: ComponentDeps,
   ctx: { role: Role; options: Record<string, unknown> },
 ) => Component | undefined | Promise<Component | undefined>;
-export const SERVE_COMPONENTS: ComponentFactory[] = [workerComponentFactory, reconcilerComponentFactory];
+
+/**
+ * The components a role runs, loaded only for that role: an ingress replica
+ * does not carry the worker, the reconciler or the API client in its heap
+ * (test/app/role-modules.test.ts; docs/benchmarks.md, "Stop 37").
+ */
+async function serveComponents(role: Role): Promise<ComponentFactory[]> {
+  const factories: ComponentFactory[] = [];
+  if (role === 'all' || role === 'worker') factories.push((await import('../../app/worker-component.js')).workerComponentFactory);
+  if (role === 'all' || role === 'reconciler')
+    factories.push((await import('../../app/reconciler-component.js')).reconcilerComponentFactory);
+  return factories;
+}
 
 export function registerServeCommand(program: Command, ctx: CliContext): void {
   program
@@ -49,12 +58,13 @@ Without POSTROOM_WEBHOOK_SECRETS (outside production) a development secret is ge
       if (opts.host !== undefined) config.ingress.host = opts.host;
       const pretty = !config.production && Boolean(process.stdout.isTTY);
       const logger = createLogger({ level: config.logLevel, pretty, secretValues: configuredSecretValues(config) });
+      const { startServer } = await import('../../app/server.js');
       const server = await startServer({
         config,
         logger,
         role,
         migrate: opts.migrate,
-        components: SERVE_COMPONENTS.map((make) => (deps: ComponentDeps) => make(deps, { role, options: opts })),
+        components: (await serveComponents(role)).map((make) => (deps: ComponentDeps) => make(deps, { role, options: opts })),
       });
       logger.info({ url: server.url, role, store: server.db.kind }, 'postroom is serving');
       if (server.devSecret) {

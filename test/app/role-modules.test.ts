@@ -1,0 +1,114 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminUrl, openTestStore, type TestStore } from '../support/db.js';
+import { freePort, ROOT, waitForHttp, type CliProcess } from '../support/process.js';
+
+const pg = await adminUrl();
+
+/**
+ * A process keeps every module it loads for good. Each role loads what it runs,
+ * and each command what it needs: an ingress replica without the worker, the
+ * reconciler, the API client and the sandbox holds about a quarter less heap
+ * under load, and a CLI command starts in about 0.4 of the time (docs/benchmarks.md,
+ * "Stop 37"). The modules a real process resolved are recorded by a module hook of its own.
+ */
+const RECORDER = `
+import fs from 'node:fs';
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  fs.appendFileSync(process.env.POSTROOM_TEST_MODULE_LOG, r.url + '\\n');
+  return r;
+}`;
+
+/** Modules that only other roles and commands use. */
+const NOT_FOR_INGRESS = [
+  /\/node_modules\/undici\//,
+  /\/node_modules\/node-cron\//,
+  /\/src\/sandbox\/(sandbox|dispatcher|app|traffic)\.ts$/,
+  /\/src\/client\/client\.ts$/,
+  /\/src\/worker\//,
+  /\/src\/projection\/apply\.ts$/,
+  /\/src\/reconciler\/reconcile\.ts$/,
+  /\/src\/app\/(worker|reconciler)-component\.ts$/,
+];
+
+describe.skipIf(!pg)('modules a role loads', () => {
+  let store: TestStore;
+  let dir: string;
+  beforeAll(async () => {
+    store = await openTestStore('postgres');
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'postroom-modules-'));
+    fs.writeFileSync(path.join(dir, 'recorder.mjs'), RECORDER);
+    fs.writeFileSync(
+      path.join(dir, 'register.mjs'),
+      `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(path.join(dir, 'recorder.mjs')).href)});\n`,
+    );
+  });
+  afterAll(async () => {
+    fs.rmSync(dir, { recursive: true, force: true });
+    await store?.cleanup();
+  });
+
+  async function modulesOf(role: string): Promise<string[]> {
+    const log = path.join(dir, `${role}.log`);
+    const port = await freePort();
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--import',
+        path.join(dir, 'register.mjs'),
+        path.join(ROOT, 'test/support/cli-entry.ts'),
+        'serve',
+        '--role',
+        role,
+      ],
+      {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH ?? '',
+          NODE_ENV: 'test',
+          LOG_LEVEL: 'warn',
+          DATABASE_URL: store.url!,
+          PORT: String(port),
+          POSTROOM_WEBHOOK_SECRETS: 'whsec_role_modules_0123456789',
+          POSTROOM_TEST_MODULE_LOG: log,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    const proc: CliProcess = {
+      child,
+      output: () => out,
+      exited: new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal }))),
+    };
+    try {
+      await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc, 60_000);
+    } finally {
+      child.kill('SIGTERM');
+      await proc.exited;
+    }
+    return [...new Set(fs.readFileSync(log, 'utf8').split('\n').filter(Boolean))];
+  }
+
+  it('serve --role ingress loads neither the worker, the reconciler, the API client nor the sandbox', async () => {
+    const loaded = await modulesOf('ingress');
+    expect(loaded.some((u) => u.endsWith('/src/ingress/http-handler.ts'))).toBe(true);
+    expect(loaded.filter((u) => NOT_FOR_INGRESS.some((re) => re.test(u)))).toEqual([]);
+  });
+
+  it('serve --role worker loads the worker (the recorder sees what a role needs)', async () => {
+    const loaded = await modulesOf('worker');
+    expect(loaded.some((u) => /\/src\/worker\//.test(u))).toBe(true);
+    expect(loaded.some((u) => u.endsWith('/src/app/worker-component.ts'))).toBe(true);
+    expect(loaded.some((u) => u.endsWith('/src/app/reconciler-component.ts'))).toBe(false);
+  });
+});
