@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { EventTypeName } from './type-names.js';
 
 /**
  * Every event type the spec names, with the `data` shape docs/events.md fixes.
@@ -86,7 +87,7 @@ export const EVENT_CATALOGUE = {
   'webhook.test': z.looseObject({
     message: z.string(),
   }),
-} as const;
+} as const satisfies Record<EventTypeName, z.ZodType>;
 
 export type EventCatalogue = typeof EVENT_CATALOGUE;
 export type EventType = keyof EventCatalogue;

@@ -28,6 +28,7 @@ export async function resolve(specifier, context, next) {
 const NOT_FOR_INGRESS = [
   /\/node_modules\/undici\//,
   /\/node_modules\/node-cron\//,
+  /\/node_modules\/zod\//,
   /\/src\/sandbox\/(sandbox|dispatcher|app|traffic)\.ts$/,
   /\/src\/client\/client\.ts$/,
   /\/src\/worker\//,
@@ -99,7 +100,7 @@ describe.skipIf(!pg)('modules a role loads', () => {
     return [...new Set(fs.readFileSync(log, 'utf8').split('\n').filter(Boolean))];
   }
 
-  it('serve --role ingress loads neither the worker, the reconciler, the API client nor the sandbox', async () => {
+  it('serve --role ingress loads neither the worker, the reconciler, the API client, the sandbox nor zod', async () => {
     const loaded = await modulesOf('ingress');
     expect(loaded.some((u) => u.endsWith('/src/ingress/http-handler.ts'))).toBe(true);
     expect(loaded.filter((u) => NOT_FOR_INGRESS.some((re) => re.test(u)))).toEqual([]);
