@@ -1,11 +1,10 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminUrl, openTestStore, type TestStore } from '../support/db.js';
-import { freePort, ROOT, waitForHttp, type CliProcess } from '../support/process.js';
+import { freePort, spawnCli, waitForHttp } from '../support/process.js';
 
 const pg = await adminUrl();
 
@@ -57,44 +56,20 @@ describe.skipIf(!pg)('modules a role loads', () => {
   async function modulesOf(role: string): Promise<string[]> {
     const log = path.join(dir, `${role}.log`);
     const port = await freePort();
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--import',
-        path.join(dir, 'register.mjs'),
-        path.join(ROOT, 'test/support/cli-entry.ts'),
-        'serve',
-        '--role',
-        role,
-      ],
+    const proc = spawnCli(
+      ['serve', '--role', role],
       {
-        cwd: ROOT,
-        env: {
-          PATH: process.env.PATH ?? '',
-          NODE_ENV: 'test',
-          LOG_LEVEL: 'warn',
-          DATABASE_URL: store.url!,
-          PORT: String(port),
-          POSTROOM_WEBHOOK_SECRETS: 'whsec_role_modules_0123456789',
-          POSTROOM_TEST_MODULE_LOG: log,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        DATABASE_URL: store.url!,
+        PORT: String(port),
+        POSTROOM_WEBHOOK_SECRETS: 'whsec_role_modules_0123456789',
+        POSTROOM_TEST_MODULE_LOG: log,
       },
+      ['--import', path.join(dir, 'register.mjs')],
     );
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    const proc: CliProcess = {
-      child,
-      output: () => out,
-      exited: new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal }))),
-    };
     try {
       await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc, 60_000);
     } finally {
-      child.kill('SIGTERM');
+      proc.child.kill('SIGTERM');
       await proc.exited;
     }
     return [...new Set(fs.readFileSync(log, 'utf8').split('\n').filter(Boolean))];

@@ -22,9 +22,9 @@ export interface CliProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts the CLI from source as a real process (tsx), with only the given environment. */
-export function spawnCli(args: string[], env: Record<string, string>): CliProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/support/cli-entry.ts'), ...args], {
+/** Starts the CLI from source as a real process (tsx), with only the given environment; `nodeArgs` go to Node before the entry. */
+export function spawnCli(args: string[], env: Record<string, string>, nodeArgs: readonly string[] = []): CliProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...nodeArgs, path.join(ROOT, 'test/support/cli-entry.ts'), ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
