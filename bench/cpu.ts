@@ -57,6 +57,23 @@ async function walPosition(admin: pg.Client): Promise<string> {
   return (await admin.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn')).rows[0]!.lsn;
 }
 
+/**
+ * What the kernel did for a process: its system CPU seconds, minor page faults and context switches. Time
+ * in the kernel and faults on fresh memory are CPU the process pays for that an instruction count of its own
+ * code (bench/instructions.ts) does not see.
+ */
+function kernelCounts(pid: number): { sys: number; faults: number; switches: number } {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const switches = [...status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    return { sys: Number(fields[12]) / TICK, faults: Number(fields[7]), switches };
+  } catch {
+    return { sys: 0, faults: 0, switches: 0 };
+  }
+}
+
 function cpuSeconds(pid: number): number {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -127,9 +144,11 @@ async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ 
   const wal0 = await walPosition(rig.admin);
   const t0 = threadSeconds(rig.child.pid!);
   const c0 = cpuSeconds(rig.child.pid!);
+  const k0 = kernelCounts(rig.child.pid!);
   const p0 = new Map(backends.map((p) => [p, cpuSeconds(p)]));
   const w = await runWrk(`http://127.0.0.1:${rig.port}/webhooks`, file, { connections: 64, seconds });
   const c1 = cpuSeconds(rig.child.pid!);
+  const k1 = kernelCounts(rig.child.pid!);
   const walBytes = Number(
     (await rig.admin.query<{ d: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1) AS d', [wal0])).rows[0]!.d,
   );
@@ -164,6 +183,10 @@ async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ 
     .sort((a, b) => b[1] - a[1])
     .map(([name, us]) => `${name} ${us.toFixed(1)}`)
     .join(', ');
+  const kernel =
+    `kernel ${(((k1.sys - k0.sys) / stored) * 1e6).toFixed(1)} µs/event, ` +
+    `${((k1.faults - k0.faults) / stored).toFixed(2)} minor faults/event, ` +
+    `${((k1.switches - k0.switches) / stored).toFixed(3)} context switches/event`;
   return {
     m: {
       rate: stored / w.durationS,
@@ -173,7 +196,7 @@ async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ 
       wal: walBytes / stored,
       p99: w.p99Ms,
     },
-    threads,
+    threads: `${threads}; ${kernel}`,
   };
 }
 
