@@ -30,6 +30,12 @@ const TICK = 100; // clock ticks per second on Linux
 /** Unique cached requests per second of a slice: above any receiver's rate here. */
 const SLICE_RATE_LIMIT = 60_000;
 
+/** The fields of a /proc stat file after the command name (which may hold spaces): utime is [11], stime [12], minflt [7]. */
+function statFields(file: string): string[] {
+  const stat = fs.readFileSync(file, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 /** CPU seconds per thread name (main thread, V8 workers, libuv pool), to see where a process's time goes. */
 function threadSeconds(pid: number): Map<string, number> {
   const out = new Map<string, number>();
@@ -41,9 +47,8 @@ function threadSeconds(pid: number): Map<string, number> {
   }
   for (const tid of tids) {
     try {
-      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const name = tid === String(pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const name = tid === String(pid) ? 'main' : fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const fields = statFields(`/proc/${pid}/task/${tid}/stat`);
       out.set(name, (out.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / TICK);
     } catch {
       // the thread ended
@@ -64,8 +69,7 @@ async function walPosition(admin: pg.Client): Promise<string> {
  */
 function kernelCounts(pid: number): { sys: number; faults: number; switches: number } {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const fields = statFields(`/proc/${pid}/stat`);
     const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
     const switches = [...status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
     return { sys: Number(fields[12]) / TICK, faults: Number(fields[7]), switches };
@@ -76,8 +80,7 @@ function kernelCounts(pid: number): { sys: number; faults: number; switches: num
 
 function cpuSeconds(pid: number): number {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const fields = statFields(`/proc/${pid}/stat`);
     return (Number(fields[11]) + Number(fields[12])) / TICK;
   } catch {
     return 0;
@@ -130,7 +133,7 @@ interface Rig {
 }
 
 /** Loads one receiver for `seconds` and returns its CPU and Postgres time per stored row. */
-async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ m: Measured; threads: string }> {
+async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ m: Measured; threads: string; kernel: string }> {
   const dbName = new URL(rig.database.url).pathname.slice(1);
   await rig.setup.exec(`TRUNCATE ${tableOf(rig.key).truncate}`);
   const backends = (
@@ -184,7 +187,7 @@ async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ 
     .map(([name, us]) => `${name} ${us.toFixed(1)}`)
     .join(', ');
   const kernel =
-    `kernel ${(((k1.sys - k0.sys) / stored) * 1e6).toFixed(1)} µs/event, ` +
+    `${(((k1.sys - k0.sys) / stored) * 1e6).toFixed(1)} µs/event, ` +
     `${((k1.faults - k0.faults) / stored).toFixed(2)} minor faults/event, ` +
     `${((k1.switches - k0.switches) / stored).toFixed(3)} context switches/event`;
   return {
@@ -196,7 +199,8 @@ async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ 
       wal: walBytes / stored,
       p99: w.p99Ms,
     },
-    threads: `${threads}; ${kernel}`,
+    threads,
+    kernel,
   };
 }
 
@@ -251,9 +255,11 @@ async function alternate(): Promise<void> {
       // Each round starts with a different receiver, so none always follows the same one.
       const order = rigs.map((_, i) => rigs[(i + r) % rigs.length]!);
       for (const rig of order) {
-        const { m, threads } = await measure(rig, reqs.file, seconds * SLICE_RATE_LIMIT);
+        const { m, threads, kernel } = await measure(rig, reqs.file, seconds * SLICE_RATE_LIMIT);
         all.get(rig.key)!.push(m);
-        console.log(`${line(rig.key, `slice ${r + 1}`, m)}  load ${load()}\n          threads (µs/event): ${threads}`);
+        console.log(
+          `${line(rig.key, `slice ${r + 1}`, m)}  load ${load()}\n          threads (µs/event): ${threads}\n          kernel: ${kernel}`,
+        );
       }
     }
     const first = all.get(keys[0]!)!;
@@ -290,9 +296,15 @@ async function oneAtATime(): Promise<void> {
         try {
           // Warm up (JIT, connections), then measure.
           await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds: 2 });
-          const { m, threads } = await measure({ key, table, port, child, database, setup, admin, release }, reqs.file, seconds * 60_000);
+          const { m, threads, kernel } = await measure(
+            { key, table, port, child, database, setup, admin, release },
+            reqs.file,
+            seconds * 60_000,
+          );
           results.get(key)!.push(m);
-          console.log(`${line(key, `run ${r + 1}`, m)}  load ${load()}\n          threads (µs/event): ${threads}`);
+          console.log(
+            `${line(key, `run ${r + 1}`, m)}  load ${load()}\n          threads (µs/event): ${threads}\n          kernel: ${kernel}`,
+          );
         } finally {
           await stop(child);
         }
