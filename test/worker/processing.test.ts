@@ -204,6 +204,33 @@ describe.each(kinds)('worker processing (%s)', (kind) => {
     );
   });
 
+  it('gives a handler that copies its context the same logger and signal', async () => {
+    // Part of the handler contract: a spread or destructured copy of ctx carries both (a context whose logger and
+    // signal were getters on a prototype would lose them here).
+    const log = captureLog();
+    const logger = createLogger({ level: 'info', destination: log.stream });
+    postroom = createPostroom({ db: store.db, logger, worker: FAST });
+    const copies: Array<{ sameLogger: boolean; sameSignal: boolean; signal: unknown; eventId: string }> = [];
+    postroom.on('participant.acted', (event, ctx) => {
+      const copy = { ...ctx };
+      copy.logger.info({ act: event.data.act }, 'copied');
+      copies.push({
+        sameLogger: copy.logger === ctx.logger,
+        sameSignal: copy.signal === ctx.signal,
+        signal: copy.signal,
+        eventId: copy.eventId,
+      });
+    });
+    const event = acted('cor_copy', 'p1', 'read', '2026-01-01T00:00:01Z');
+    await insertEnvelopes(store.db, [event]);
+    expect((await postroom.drain()).by_status).toEqual({ processed: 1 });
+    expect(copies).toEqual([{ sameLogger: true, sameSignal: true, signal: expect.any(AbortSignal), eventId: event.event_id }]);
+    expect((copies[0]!.signal as AbortSignal).aborted).toBe(false);
+    expect(log.lines().filter((l) => l.msg === 'copied')).toEqual([
+      expect.objectContaining({ event_id: event.event_id, type: 'participant.acted', act: 'read' }),
+    ]);
+  });
+
   it('goes dead after the maximum attempts with its last error, and releases nothing it should not', async () => {
     const metrics = createMetrics({ defaultMetrics: false });
     postroom = createPostroom({ db: store.db, metrics, worker: FAST });
