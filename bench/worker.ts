@@ -15,6 +15,7 @@ import { insertInboxBatch } from '../src/inbox/insert-queries.js';
 import type { NewInboxEvent } from '../src/inbox/types.js';
 import { silentLogger } from '../src/logging/logger.js';
 import { benchDatabase } from './lib/pg.js';
+import { benchNode } from './lib/node.js';
 import { sampleRss } from './lib/processes.js';
 import { median, ROOT } from './lib/receivers.js';
 import { BENCH_DIR, table, writeResult } from './lib/report.js';
@@ -47,11 +48,6 @@ function event(i: number, correspondences: number): NewInboxEvent {
     status: 'received',
     lastError: null,
   };
-}
-
-/** The Node binary both sides run on: `npx -y node@24`, resolved once so RSS is sampled on that process. */
-function benchNode(spec: string): string {
-  return execFileSync('npx', ['-y', spec, '-p', 'process.execPath'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
 }
 
 /** graphile-worker lives in its own package (bench/graphile-worker), installed on first use or when its pin moves. */
@@ -160,7 +156,7 @@ export async function benchWorker(
   const n = options.events ?? 50_000;
   const correspondences = options.correspondences ?? 5_000;
   const concurrency = options.concurrency ?? 4;
-  const node = benchNode(options.node ?? 'node@24');
+  const node = benchNode(options.node);
   ensureGraphileWorker();
   const rows: Array<Record<string, string | number>> = [];
   /** CPU per event (process, then its Postgres backends) is measured on postroom's side only. */
@@ -246,7 +242,7 @@ export async function compareWorkerBuilds(options: {
   events: number;
   node?: string;
 }): Promise<Record<string, unknown>> {
-  const node = benchNode(options.node ?? 'node@24');
+  const node = benchNode(options.node);
   const builds = [ROOT, ...options.others.map((o) => path.resolve(o))];
   const runs = new Map<string, Drain[]>(builds.map((b) => [b, []]));
   for (let round = 0; round < options.rounds; round++) {

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { request } from 'undici';
+import { benchNode } from './node.js';
 import { BENCH_DIR } from './report.js';
 
 const ROOT = path.dirname(BENCH_DIR);
@@ -8,7 +9,7 @@ export const SANDBOX_KEY = 'svc_sandbox_bench0000000000000000000000000001';
 
 /** The compiled CLI as users run it (`npm run bench` builds first), its output collected. */
 export function cli(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/postroom.js'), ...args], {
+  const child = spawn(benchNode(), [path.join(ROOT, 'bin/postroom.js'), ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,12 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { benchNode } from './node.js';
 import { BENCH_DIR } from './report.js';
 
 export const ROOT = path.dirname(BENCH_DIR);
 
 /** A reference receiver (.mjs) as plain Node: no TypeScript loader between it and the measurement. */
 export async function startReference(script: string, args: string[], env: Record<string, string> = {}): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [path.join(BENCH_DIR, 'receivers', script), ...args], {
+  const child = spawn(benchNode(), [path.join(BENCH_DIR, 'receivers', script), ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -19,15 +20,11 @@ export async function startReference(script: string, args: string[], env: Record
 
 /** `postroom serve` from the compiled CLI, as users run it; ready once /healthz answers. */
 export async function startPostroom(role: 'ingress' | 'all', port: number, env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(
-    process.execPath,
-    [path.join(ROOT, 'bin/postroom.js'), 'serve', '--role', role, '--no-migrate', '--port', String(port)],
-    {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', LOG_LEVEL: 'warn', ...env },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
+  const child = spawn(benchNode(), [path.join(ROOT, 'bin/postroom.js'), 'serve', '--role', role, '--no-migrate', '--port', String(port)], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const until = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`postroom serve --role ${role} exited with ${child.exitCode}`);

@@ -2,13 +2,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchNodeVersion } from './node.js';
 
 export const BENCH_DIR = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const RESULTS_DIR = path.join(BENCH_DIR, 'results');
 
 export function machine(): Record<string, unknown> {
   return {
-    node: process.version,
+    node: benchNodeVersion(),
     cpus: os.cpus().length,
     cpu: os.cpus()[0]?.model,
     memGiB: Math.round(os.totalmem() / 2 ** 30),

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { migrate } from '../../src/db/migrate.js';
 import { createPgDb } from '../../src/db/pg.js';
 import { silentLogger } from '../../src/logging/logger.js';
+import { benchNode } from './node.js';
 import { benchDatabase } from './pg.js';
 import { ROOT } from './receivers.js';
 import { CACHED_TOLERANCE_SECONDS } from './wrk.js';
@@ -91,7 +92,7 @@ export async function prepareDatabase(key = ''): Promise<BenchDatabase> {
 function command(options: ReceiverOptions, nodeArgs: string[]): [string, string[]] {
   const args = [...(options.nodeFlags ?? []), ...nodeArgs];
   const { wrap } = options;
-  return wrap && wrap.length > 0 ? [wrap[0]!, [...wrap.slice(1), process.execPath, ...args]] : [process.execPath, args];
+  return wrap && wrap.length > 0 ? [wrap[0]!, [...wrap.slice(1), benchNode(), ...args]] : [benchNode(), args];
 }
 
 async function startIngress(
