@@ -4,9 +4,21 @@ import type { Logger } from '../logging/logger.js';
 import { insertInboxBatch } from './insert-queries.js';
 import type { InsertOutcome, NewInboxEvent } from './types.js';
 
+/** Told once of a queued row's outcome: after the commit that holds it (or proves it already existed), or of the failure. */
+export interface WriteSink {
+  resolve(outcome: InsertOutcome): void;
+  reject(err: unknown): void;
+}
+
 export interface InboxWriter {
   /** Resolves only after the commit that holds the row (or proves it already existed). */
   submit(event: NewInboxEvent): Promise<InsertOutcome>;
+  /**
+   * As submit, telling `sink` instead of making a promise. Ingress passes the entry that already
+   * races the row against its ack budget (ingress/ack-deadline.ts): a promise here, and the
+   * reactions that passed it on, were three more objects and a microtask turn per request.
+   */
+  enqueue(event: NewInboxEvent, sink: WriteSink): void;
   /** Stops taking work and waits for queued rows to be flushed. */
   close(): Promise<void>;
   readonly pending: number;
@@ -40,8 +52,7 @@ export interface InboxWriterOptions {
 
 interface Waiter {
   event: NewInboxEvent;
-  resolve: (outcome: InsertOutcome) => void;
-  reject: (err: unknown) => void;
+  sink: WriteSink;
 }
 
 type Outcome = InsertOutcome | Error;
@@ -126,29 +137,38 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
   }
 
   async function writeBatch(batch: Waiter[]): Promise<void> {
-    // The same event_id twice in one batch: the first is written, the others are its duplicates.
-    const byId = new Map<string, Waiter[]>();
+    // The same event_id twice in one batch: the first is written, the others are its duplicates (rare: no array per id).
+    const firsts = new Map<string, Waiter>();
+    let repeats: Waiter[] | undefined;
     for (const w of batch) {
-      const group = byId.get(w.event.eventId);
-      if (group) group.push(w);
-      else byId.set(w.event.eventId, [w]);
+      if (firsts.has(w.event.eventId)) (repeats ??= []).push(w);
+      else firsts.set(w.event.eventId, w);
     }
+    const events: NewInboxEvent[] = [];
+    for (const w of firsts.values()) events.push(w.event);
     const started = performance.now();
     if (flushTimeoutMs !== undefined) flushDeadline = started + flushTimeoutMs;
-    const outcomes = await write([...byId.values()].map((g) => g[0]!.event));
-    // An abandoned flush (store unavailable past its deadline) did not finish: it is no progress.
-    if ([...outcomes.values()].some((o) => !(o instanceof StoreUnavailableError))) lastFlushEnd = performance.now();
+    const outcomes = await write(events);
     let inserted = 0;
     let ok = true;
-    for (const [id, waiters] of byId) {
+    let progressed = false;
+    for (const [id, w] of firsts) {
       const o = outcomes.get(id)!;
+      // An abandoned flush (store unavailable past its deadline) did not finish: it is no progress.
+      if (!(o instanceof StoreUnavailableError)) progressed = true;
       if (o instanceof Error) {
         ok = false;
-        for (const w of waiters) w.reject(o);
+        w.sink.reject(o);
       } else {
         if (o !== 'duplicate') inserted++;
-        waiters.forEach((w, i) => w.resolve(i === 0 ? o : 'duplicate'));
+        w.sink.resolve(o);
       }
+    }
+    if (progressed) lastFlushEnd = performance.now();
+    for (const w of repeats ?? []) {
+      const o = outcomes.get(w.event.eventId)!;
+      if (o instanceof Error) w.sink.reject(o);
+      else w.sink.resolve('duplicate');
     }
     options.onFlush?.({ rows: batch.length, inserted, durationMs: performance.now() - started, ok });
   }
@@ -161,15 +181,21 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     }
   }
 
+  function enqueue(event: NewInboxEvent, sink: WriteSink): void {
+    if (closed) {
+      sink.reject(new StoreUnavailableError('inbox writer is closed (shutting down)'));
+      return;
+    }
+    if (!flushing) busySince = performance.now();
+    queue.push({ event, sink });
+    flushing ??= drain();
+  }
+
   return {
     submit(event) {
-      if (closed) return Promise.reject(new StoreUnavailableError('inbox writer is closed (shutting down)'));
-      return new Promise<InsertOutcome>((resolve, reject) => {
-        if (!flushing) busySince = performance.now();
-        queue.push({ event, resolve, reject });
-        flushing ??= drain();
-      });
+      return new Promise<InsertOutcome>((resolve, reject) => enqueue(event, { resolve, reject }));
     },
+    enqueue,
     async close() {
       closed = true;
       await flushing;

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { EventError, reportEventError, type OnErrorHook } from '../events/event-error.js';
 import type { InboxWriter } from '../inbox/group-commit.js';
-import type { InsertOutcome } from '../inbox/types.js';
+import type { InsertOutcome, NewInboxEvent } from '../inbox/types.js';
 import type { Logger } from '../logging/logger.js';
 import { verifySignature, type SignatureFailureReason, type SignedPayloadScheme } from '../signature/index.js';
 import { createAckDeadline } from './ack-deadline.js';
@@ -108,7 +108,7 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
         const v = single(headers[name]);
         if (v !== undefined) kept[name] = v.slice(0, 1000);
       }
-      const write = writer.submit({
+      const row: NewInboxEvent = {
         eventId: envelope.eventId,
         type: envelope.type,
         occurredAt: envelope.ok ? envelope.at : null,
@@ -122,11 +122,11 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
         secretIndex: verified.secretIndex,
         status: envelope.ok ? 'received' : 'quarantined',
         lastError: envelope.ok ? null : envelope.reason,
-      });
+      };
 
       try {
         // The write or the ack budget, whichever ends first (one timer for all requests: ack-deadline.ts).
-        const result: InsertOutcome | 'timeout' = await ackWithin(write);
+        const result: InsertOutcome | 'timeout' = await ackWithin<InsertOutcome>((settle) => writer.enqueue(row, settle));
         if (result === 'timeout') {
           // The write may still commit; the sender's retry will then be a duplicate. Never 2xx before the commit.
           logger.warn(

@@ -8,25 +8,73 @@
  * a queue in arrival order, with one timer armed for the oldest unanswered one,
  * gives each the same answer at the same moment.
  */
-export type AckRace = <T>(write: Promise<T>) => Promise<T | 'timeout'>;
 
-interface Pending {
-  deadline: number;
-  settled: boolean;
-  /**
-   * Cleared once settled. A settled entry waits in the queue until every older one has settled too, and
-   * its callback held the request's promises, the write's result among them: behind one slow write at
-   * the head, every later request's stayed reachable until that write ended, and in steady load enough
-   * of them lived into V8's old generation to double the collector's work per event
-   * (bench/instructions.ts, docs/benchmarks.md "stop 34").
-   */
-  expire: (() => void) | undefined;
+/** Told once of the raced work's result (later calls are ignored). */
+export interface Settle<T> {
+  resolve(value: T): void;
+  reject(err: unknown): void;
 }
 
-/** Settles each raced write with its result, or 'timeout' once `budgetMs` has passed, whichever comes first. */
+/**
+ * Starts the work with the entry that races it, and settles with the work's result, or 'timeout' once the budget
+ * has passed, whichever comes first. The entry is itself what the work reports to (the inbox writer takes it as its
+ * sink): no promise for the work, and no reactions to pass its result on, per request.
+ */
+export type AckRace = <T>(start: (settle: Settle<T>) => void) => Promise<T | 'timeout'>;
+
+/** One request's place in the queue: its deadline, and how to answer it until it is answered. */
+class Pending<T> implements Settle<T> {
+  settled = false;
+  /**
+   * Cleared once settled. A settled entry waits in the queue until every older one has settled too, and
+   * these held the request's promise, and through it the request: behind one slow write at the head,
+   * every later request stayed reachable until that write ended, and in steady load enough of them
+   * lived into V8's old generation to double the collector's work per event
+   * (bench/instructions.ts, docs/benchmarks.md "stop 34").
+   */
+  private done: ((value: T | 'timeout') => void) | undefined;
+  private fail: ((err: unknown) => void) | undefined;
+
+  constructor(
+    readonly deadline: number,
+    private readonly onSettled: (p: Pending<T>) => void,
+    done: (value: T | 'timeout') => void,
+    fail: (err: unknown) => void,
+  ) {
+    this.done = done;
+    this.fail = fail;
+  }
+
+  resolve(value: T): void {
+    const done = this.take();
+    done?.(value);
+  }
+
+  reject(err: unknown): void {
+    const fail = this.fail;
+    if (this.take()) fail!(err);
+  }
+
+  expire(): void {
+    this.take()?.('timeout');
+  }
+
+  /** The answer for the first of the work and the deadline, and nothing for a later one (a late write is dropped). */
+  private take(): ((value: T | 'timeout') => void) | undefined {
+    if (this.settled) return undefined;
+    this.settled = true;
+    const done = this.done;
+    this.done = undefined;
+    this.fail = undefined;
+    this.onSettled(this);
+    return done;
+  }
+}
+
+/** Settles each raced piece of work with its result, or 'timeout' once `budgetMs` has passed, whichever comes first. */
 export function createAckDeadline(budgetMs: number, now: () => number = () => performance.now()): AckRace {
   // A queue with a moving head: shift() on a long array copies it.
-  let queue: Pending[] = [];
+  let queue: Array<Pending<unknown>> = [];
   let head = 0;
   let timer: NodeJS.Timeout | undefined;
 
@@ -42,6 +90,10 @@ export function createAckDeadline(budgetMs: number, now: () => number = () => pe
     }
   }
 
+  const onSettled = (p: Pending<unknown>): void => {
+    if (queue[head] === p) dropSettled();
+  };
+
   function arm(): void {
     if (timer !== undefined || head === queue.length) return;
     timer = setTimeout(fire, Math.max(0, queue[head]!.deadline - now()));
@@ -53,35 +105,20 @@ export function createAckDeadline(budgetMs: number, now: () => number = () => pe
     timer = undefined;
     const t = now();
     dropSettled();
-    while (head < queue.length && queue[head]!.deadline <= t) {
-      const p = queue[head++]!;
-      if (!p.settled) {
-        p.settled = true;
-        const expire = p.expire;
-        p.expire = undefined;
-        expire?.();
-      }
-    }
+    while (head < queue.length && queue[head]!.deadline <= t) queue[head++]!.expire();
     dropSettled();
     arm();
   }
 
-  return <T>(write: Promise<T>) =>
+  return <T>(start: (settle: Settle<T>) => void) =>
     new Promise<T | 'timeout'>((resolve, reject) => {
-      const p: Pending = { deadline: now() + budgetMs, settled: false, expire: () => resolve('timeout') };
-      queue.push(p);
+      const p = new Pending<T>(now() + budgetMs, onSettled as (p: Pending<T>) => void, resolve, reject);
+      queue.push(p as Pending<unknown>);
       arm();
-      /** True for the first of the write and the deadline only; a late write is dropped (and never unhandled). */
-      const first = (): boolean => {
-        if (p.settled) return false;
-        p.settled = true;
-        p.expire = undefined;
-        if (queue[head] === p) dropSettled();
-        return true;
-      };
-      write.then(
-        (r) => first() && resolve(r),
-        (err: unknown) => first() && reject(err),
-      );
+      try {
+        start(p);
+      } catch (err) {
+        p.reject(err);
+      }
     });
 }

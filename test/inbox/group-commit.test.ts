@@ -74,4 +74,26 @@ describe.each(await availableStoreKinds())('group-commit inbox writer on %s', (k
     expect(await pending).toBe('accepted');
     await expect(writer.submit(row(`evt_after_${kind}`))).rejects.toMatchObject({ code: 'store_unavailable' });
   });
+
+  it('tells a sink each outcome once, after the commit, as submit does; a closed writer tells it at once', async () => {
+    const writer = createInboxWriter({ db: store.db, logger: silentLogger(), maxBatch: 8 });
+    const told: Array<[string, unknown]> = [];
+    const sink = (id: string) => ({
+      resolve: (o: unknown) => told.push([id, o]),
+      reject: (e: unknown) => told.push([id, (e as { code?: string }).code]),
+    });
+    const id = `evt_sink_${kind}`;
+    writer.enqueue(row(id), sink('a'));
+    writer.enqueue(row(id), sink('b'));
+    // Nothing is told before the flush that holds the row has committed.
+    expect(told).toEqual([]);
+    await writer.close();
+    expect(told).toEqual([
+      ['a', 'accepted'],
+      ['b', 'duplicate'],
+    ]);
+    expect((await getInboxEvent(store.db, id))?.event_id).toBe(id);
+    writer.enqueue(row(`evt_sink_after_${kind}`), sink('c'));
+    expect(told.at(-1)).toEqual(['c', 'store_unavailable']);
+  });
 });

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createAckDeadline } from '../../src/ingress/ack-deadline.js';
+import { createAckDeadline, type Settle } from '../../src/ingress/ack-deadline.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -15,6 +15,16 @@ interface Deferred<T> {
   resolve: (v: T) => void;
   reject: (e: unknown) => void;
 }
+/** Work that reports through the entry as the inbox writer does, when a promise settles. */
+const reportsWhen =
+  <T>(promise: Promise<T>) =>
+  (settle: Settle<T>): void => {
+    promise.then(
+      (v) => settle.resolve(v),
+      (e: unknown) => settle.reject(e),
+    );
+  };
+
 function deferred<T>(): Deferred<T> {
   let resolve!: (v: T) => void;
   let reject!: (e: unknown) => void;
@@ -38,7 +48,7 @@ async function checkRaces(requests: Array<{ arriveAfter: number; takes: number |
     const write = deferred<string>();
     // A write that never finishes (undefined) is the store hanging.
     if (r.takes !== undefined) setTimeout(() => write.resolve(`done ${i}`), r.takes);
-    void race(write.promise).then((value) => (results[i] = { value, at: Date.now() - t0 }));
+    void race(reportsWhen(write.promise)).then((value) => (results[i] = { value, at: Date.now() - t0 }));
   }
   await vi.advanceTimersByTimeAsync(3000);
   for (const [i, r] of requests.entries()) {
@@ -71,15 +81,15 @@ describe('the ack budget on one timer', () => {
       );
 
     const a = deferred<string>();
-    void track('a', race(a.promise));
+    void track('a', race(reportsWhen(a.promise)));
     await vi.advanceTimersByTimeAsync(100);
     const b = deferred<string>();
-    void track('b', race(b.promise));
+    void track('b', race(reportsWhen(b.promise)));
     await vi.advanceTimersByTimeAsync(150);
     const c = deferred<string>();
-    void track('c', race(c.promise));
+    void track('c', race(reportsWhen(c.promise)));
     const d = deferred<string>();
-    void track('d', race(d.promise));
+    void track('d', race(reportsWhen(d.promise)));
 
     await vi.advanceTimersByTimeAsync(50); // t = 300
     b.resolve('accepted');
@@ -104,6 +114,29 @@ describe('the ack budget on one timer', () => {
     c.reject(new Error('late')); // ignored, and not an unhandled rejection
     await vi.advanceTimersByTimeAsync(10);
     expect(settled).toHaveLength(4);
+  });
+
+  it('takes the first report only, even one made before start returns, and a throw from start as a failure', async () => {
+    const race = createAckDeadline(1000, () => Date.now());
+    // The writer, closed, reports before enqueue returns; and reporting twice changes nothing.
+    const early = race<string>((settle) => {
+      settle.reject(new Error('writer is closed'));
+      settle.resolve('accepted');
+    });
+    await expect(early).rejects.toThrow('writer is closed');
+    let later: Settle<string> | undefined;
+    const twice = race<string>((settle) => (later = settle));
+    later!.resolve('accepted');
+    later!.resolve('duplicate');
+    later!.reject(new Error('late'));
+    await expect(twice).resolves.toBe('accepted');
+    const thrown = race<string>(() => {
+      throw new Error('enqueue threw');
+    });
+    await expect(thrown).rejects.toThrow('enqueue threw');
+    // Nothing is left waiting for a deadline.
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('gives every request the earlier of its write and its own deadline, whatever the arrivals and finishes', async () => {
@@ -145,8 +178,8 @@ describe('what the ack budget keeps', () => {
       script,
       `import { createAckDeadline } from ${JSON.stringify(path.join(ROOT, 'src/ingress/ack-deadline.ts'))};
        const race = createAckDeadline(600_000);
-       void race(new Promise(() => undefined));
-       for (let i = 0; i < 200; i++) await race(Promise.resolve(Buffer.alloc(1_000_000, 1)));
+       void race(() => undefined);
+       for (let i = 0; i < 200; i++) await race((settle) => void Promise.resolve().then(() => settle.resolve(Buffer.alloc(1_000_000, 1))));
        globalThis.gc!();
        await new Promise((r) => setTimeout(r, 20));
        globalThis.gc!();
