@@ -46,6 +46,26 @@ describe('signature properties', () => {
     );
   });
 
+  it('reads the canonical header (one t, one v1) exactly as the general parser does, and near misses too', () => {
+    // A leading space never reaches the one-match path for t=…,v1=…: the general parser reads it after its trim.
+    const piece = fc.oneof(
+      fc.constantFrom('t=', 'v1=', ',', ' ', '=', 'v0=', 'T=', '\t', ''),
+      fc.stringMatching(/^[0-9]{0,14}$/),
+      fc.stringMatching(/^[0-9a-fA-F]{0,66}$/),
+      fc.string({ maxLength: 4 }),
+    );
+    const canonical = fc
+      .tuple(fc.stringMatching(/^[0-9]{1,13}$/), fc.stringMatching(/^[0-9a-f]{64}$/))
+      .map(([t, v]) => `t=${t},v1=${v}`);
+    fc.assert(
+      fc.property(fc.oneof(canonical, fc.array(piece, { maxLength: 8 }).map((p) => p.join(''))), (header) => {
+        expect(parseSignatureHeader(header)).toEqual(parseSignatureHeader(` ${header}`));
+      }),
+      { numRuns: 2000 },
+    );
+    expect(parseSignatureHeader(`t=${now},v1=${'ab'.repeat(32)}`)).toEqual({ ok: true, timestamp: now, v1: ['ab'.repeat(32)] });
+  });
+
   it('refuses headers with too many items or repeated header lines', () => {
     const many = `t=${now},${Array.from({ length: 40 }, () => 'v1=00').join(',')}`;
     expect(parseSignatureHeader(many)).toEqual({ ok: false, reason: 'malformed_header' });
