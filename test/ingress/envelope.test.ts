@@ -29,6 +29,11 @@ describe('parseEnvelope', () => {
     ['a lone surrogate', enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":"\\udc00"}}'), /surrogate/],
     ['a numeric overflow', enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":1e400000}}'), /numeric/],
     ['too many decimals', enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":1E-17000}}'), /numeric/],
+    [
+      'a fraction of 16,001 digits, with no exponent',
+      enc(`{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":0.${'7'.repeat(16_001)}}}`),
+      /numeric/,
+    ],
     ['data not an object', enc({ ...valid, data: [1] }), /data must be an object/],
     ['U+0000 in a value', enc({ ...valid, data: { x: 'a\u0000' } }), /U\+0000/],
     ['deep nesting', enc({ ...valid, data: JSON.parse('['.repeat(MAX_JSON_DEPTH + 1) + ']'.repeat(MAX_JSON_DEPTH + 1)) }), /deeper/],
@@ -74,6 +79,7 @@ describe('parseEnvelope', () => {
     expect(parseEnvelope(enc({ ...valid, at: '2000-02-29T00:00:00Z' })).ok).toBe(true);
     expect(parseEnvelope(enc({ ...valid, at: '1600-02-29T00:00:00-00:30' })).ok).toBe(true);
     expect(parseEnvelope(enc({ ...valid, data: { x: '😀 1e400000' } })).ok).toBe(true);
+    expect(parseEnvelope(enc(`{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":0.${'7'.repeat(15_999)}}}`)).ok).toBe(true);
     expect(parseEnvelope(enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":1e300,"y":"\\ud83d\\ude00"}}')).ok).toBe(
       true,
     );
