@@ -136,6 +136,19 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     }
   }
 
+  /**
+   * Ingress's sinks answer the request right here, inside the flush (ingress/accept.ts): one that throws must
+   * not keep the rest of the batch from being told, nor stop the writer.
+   */
+  function tell(w: Waiter, o: Outcome): void {
+    try {
+      if (o instanceof Error) w.sink.reject(o);
+      else w.sink.resolve(o);
+    } catch (err) {
+      options.logger.error({ event_id: w.event.eventId, err }, 'a waiter of the inbox writer threw on its outcome; the others are still told');
+    }
+  }
+
   async function writeBatch(batch: Waiter[]): Promise<void> {
     // The same event_id twice in one batch: the first is written, the others are its duplicates (rare: no array per id).
     const firsts = new Map<string, Waiter>();
@@ -149,6 +162,8 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     const started = performance.now();
     if (flushTimeoutMs !== undefined) flushDeadline = started + flushTimeoutMs;
     const outcomes = await write(events);
+    // Before the waiters are told: ingress answers its requests while they are (the flush's time is the store's).
+    const finished = performance.now();
     let inserted = 0;
     let ok = true;
     let progressed = false;
@@ -156,21 +171,16 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
       const o = outcomes.get(id)!;
       // An abandoned flush (store unavailable past its deadline) did not finish: it is no progress.
       if (!(o instanceof StoreUnavailableError)) progressed = true;
-      if (o instanceof Error) {
-        ok = false;
-        w.sink.reject(o);
-      } else {
-        if (o !== 'duplicate') inserted++;
-        w.sink.resolve(o);
-      }
+      if (o instanceof Error) ok = false;
+      else if (o !== 'duplicate') inserted++;
+      tell(w, o);
     }
-    if (progressed) lastFlushEnd = performance.now();
+    if (progressed) lastFlushEnd = finished;
     for (const w of repeats ?? []) {
       const o = outcomes.get(w.event.eventId)!;
-      if (o instanceof Error) w.sink.reject(o);
-      else w.sink.resolve('duplicate');
+      tell(w, o instanceof Error ? o : 'duplicate');
     }
-    options.onFlush?.({ rows: batch.length, inserted, durationMs: performance.now() - started, ok });
+    options.onFlush?.({ rows: batch.length, inserted, durationMs: finished - started, ok });
   }
 
   async function drain(): Promise<void> {

@@ -5,7 +5,7 @@ import type { InsertOutcome, NewInboxEvent } from '../inbox/types.js';
 import type { Logger } from '../logging/logger.js';
 import { verifySignature, type SignatureFailureReason, type SignedPayloadScheme } from '../signature/index.js';
 import { createAckDeadline } from './ack-deadline.js';
-import { parseEnvelope } from './envelope.js';
+import { parseEnvelope, type ParsedEnvelope } from './envelope.js';
 import type { SecretProvider, SecretSet } from '../secrets/secret-provider.js';
 
 export type Headers = Readonly<Record<string, string | string[] | undefined>>;
@@ -36,8 +36,17 @@ export interface IngressCoreOptions {
   onError?: OnErrorHook | undefined;
 }
 
+/** Told the outcome of one delivery, once, when it is true (after the commit, or at once for a refusal). */
+export type AcceptReply = (outcome: AcceptOutcome) => void;
+
 export interface IngressCore {
-  accept(event: IncomingEvent): Promise<AcceptOutcome>;
+  /**
+   * Verifies, parses and stores one delivery and tells `reply` what became of it. The reply for a stored event
+   * comes from inside the flush that committed it, with every other reply of that flush, one after another:
+   * an ingress answers a whole commit's requests in one burst, as the minimal group commit does, and no promise,
+   * async frame or microtask turn per request lies between the commit and the answer.
+   */
+  accept(event: IncomingEvent, reply: AcceptReply): void;
 }
 
 /** Delivery headers kept with a row for on-call; the signature header is stored in its own column. */
@@ -56,124 +65,149 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
   const { writer, logger } = options;
   const ackWithin = createAckDeadline(options.ackTimeoutMs);
 
-  return {
-    async accept({ rawBody, headers, endpointId }) {
-      let secretSet: SecretSet;
-      try {
-        // The configured list answers synchronously: no await (and no extra turn) for it.
-        const found = options.secrets.secretsFor(endpointId);
-        secretSet = found instanceof Promise ? await found : found;
-      } catch (err) {
-        // Stored secrets unreadable (store down, nothing cached): the sender must retry, not give up.
-        logger.error({ endpoint_id: endpointId, err }, 'could not load signing secrets; answering 503');
-        return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'store_error' };
+  const storeError: AcceptOutcome = { kind: 'unavailable', retryAfterSeconds: 5, reason: 'store_error' };
+
+  /** What a finished write (or the ack budget running out first) means for the sender. */
+  function afterWrite(
+    result: InsertOutcome | 'timeout',
+    envelope: ParsedEnvelope,
+    secretLabel: string,
+    skewSeconds: number,
+    endpointId: string | undefined,
+  ): AcceptOutcome {
+    if (result === 'timeout') {
+      // The write may still commit; the sender's retry will then be a duplicate. Never 2xx before the commit.
+      logger.warn({ event_id: envelope.eventId, ack_timeout_ms: options.ackTimeoutMs }, 'store slower than the ack budget; answering 503');
+      return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'ack_timeout' };
+    }
+    // Quarantined: the envelope check refused the body, or the store refused a row the check passed
+    // (the writer then kept its bytes as quarantined and logged the store's error).
+    const refusedByStore = result === 'quarantined';
+    if (refusedByStore || !envelope.ok) {
+      // The writer answers 'quarantined' only for a row it was given as received, so envelope.ok holds then.
+      const reason = envelope.ok ? 'the store refused the event; kept as quarantined (the inbox row gives the store error)' : envelope.reason;
+      if (result !== 'duplicate') {
+        if (!refusedByStore) {
+          logger.warn({ event_id: envelope.eventId, reason, endpoint_id: endpointId }, 'signed body is not a valid envelope; quarantined');
+        }
+        const message = refusedByStore ? reason : `signed body is not a valid envelope; quarantined: ${reason}`;
+        reportEventError(options.onError, logger, new EventError('event_quarantined', message), {
+          eventId: envelope.eventId,
+          type: envelope.type,
+          status: 'quarantined',
+          attempt: 0,
+          retryInMs: null,
+          source: 'ingress',
+        });
       }
-      const signatureHeader = headers['x-service-signature'];
-      const verified = verifySignature({
-        header: signatureHeader,
-        body: rawBody,
-        secrets: secretSet.secrets,
-        now: Math.floor(options.clock.now() / 1000),
-        toleranceSeconds: options.toleranceSeconds,
-        scheme: options.scheme,
-      });
-      if (!verified.ok) {
-        return verified.skewSeconds === undefined
+      return { kind: 'quarantined', eventId: envelope.eventId, reason, secretLabel, skewSeconds, duplicate: result === 'duplicate' };
+    }
+    return { kind: result, eventId: envelope.eventId, secretLabel, skewSeconds };
+  }
+
+  /** Everything after the secrets: verify, parse, check the headers, and write; replies at once for a refusal. */
+  function withSecrets({ rawBody, headers, endpointId }: IncomingEvent, secretSet: SecretSet, reply: AcceptReply): void {
+    const signatureHeader = headers['x-service-signature'];
+    const verified = verifySignature({
+      header: signatureHeader,
+      body: rawBody,
+      secrets: secretSet.secrets,
+      now: Math.floor(options.clock.now() / 1000),
+      toleranceSeconds: options.toleranceSeconds,
+      scheme: options.scheme,
+    });
+    if (!verified.ok) {
+      reply(
+        verified.skewSeconds === undefined
           ? { kind: 'invalid_signature', reason: verified.reason }
-          : { kind: 'invalid_signature', reason: verified.reason, skewSeconds: verified.skewSeconds };
-      }
-      const secretLabel = secretSet.labels[verified.secretIndex] ?? `index:${verified.secretIndex}`;
+          : { kind: 'invalid_signature', reason: verified.reason, skewSeconds: verified.skewSeconds },
+      );
+      return;
+    }
+    const secretLabel = secretSet.labels[verified.secretIndex] ?? `index:${verified.secretIndex}`;
 
-      const envelope = parseEnvelope(rawBody);
-      const headerId = single(headers['x-service-event-id']);
-      const headerType = single(headers['x-service-event-type']);
-      const bodyHasId = envelope.ok || !envelope.eventId.startsWith('quarantine:');
-      if (headerId !== undefined && bodyHasId && headerId !== envelope.eventId) {
-        logger.warn(
-          { header_event_id: headerId.slice(0, 300), event_id: envelope.eventId, endpoint_id: endpointId },
-          'suspicious delivery: X-Service-Event-Id differs from the signed body; refused',
-        );
-        return { kind: 'mismatched', field: 'event_id' };
-      }
-      if (headerType !== undefined && (envelope.ok || envelope.type !== 'unknown') && headerType !== envelope.type) {
-        logger.warn(
-          { header_type: headerType.slice(0, 300), type: envelope.type, event_id: envelope.eventId, endpoint_id: endpointId },
-          'suspicious delivery: X-Service-Event-Type differs from the signed body; refused',
-        );
-        return { kind: 'mismatched', field: 'type' };
-      }
+    const envelope = parseEnvelope(rawBody);
+    const headerId = single(headers['x-service-event-id']);
+    const headerType = single(headers['x-service-event-type']);
+    const bodyHasId = envelope.ok || !envelope.eventId.startsWith('quarantine:');
+    if (headerId !== undefined && bodyHasId && headerId !== envelope.eventId) {
+      logger.warn(
+        { header_event_id: headerId.slice(0, 300), event_id: envelope.eventId, endpoint_id: endpointId },
+        'suspicious delivery: X-Service-Event-Id differs from the signed body; refused',
+      );
+      reply({ kind: 'mismatched', field: 'event_id' });
+      return;
+    }
+    if (headerType !== undefined && (envelope.ok || envelope.type !== 'unknown') && headerType !== envelope.type) {
+      logger.warn(
+        { header_type: headerType.slice(0, 300), type: envelope.type, event_id: envelope.eventId, endpoint_id: endpointId },
+        'suspicious delivery: X-Service-Event-Type differs from the signed body; refused',
+      );
+      reply({ kind: 'mismatched', field: 'type' });
+      return;
+    }
 
-      const kept: Record<string, string> = {};
-      for (const name of KEPT_HEADERS) {
-        const v = single(headers[name]);
-        if (v !== undefined) kept[name] = v.slice(0, 1000);
-      }
-      const row: NewInboxEvent = {
-        eventId: envelope.eventId,
-        type: envelope.type,
-        occurredAt: envelope.ok ? envelope.at : null,
-        payloadJson: envelope.ok ? envelope.json : null,
-        rawBody,
-        signatureHeader: single(signatureHeader) ?? null,
-        headers: kept,
-        endpointId: endpointId ?? null,
-        source: 'webhook',
-        correspondenceId: envelope.ok ? envelope.correspondenceId : null,
-        secretIndex: verified.secretIndex,
-        status: envelope.ok ? 'received' : 'quarantined',
-        lastError: envelope.ok ? null : envelope.reason,
-      };
-
-      try {
-        // The write or the ack budget, whichever ends first (one timer for all requests: ack-deadline.ts).
-        const result: InsertOutcome | 'timeout' = await ackWithin<InsertOutcome>((settle) => writer.enqueue(row, settle));
-        if (result === 'timeout') {
-          // The write may still commit; the sender's retry will then be a duplicate. Never 2xx before the commit.
-          logger.warn(
-            { event_id: envelope.eventId, ack_timeout_ms: options.ackTimeoutMs },
-            'store slower than the ack budget; answering 503',
-          );
-          return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'ack_timeout' };
-        }
-        // Quarantined: the envelope check refused the body, or the store refused a row the check passed
-        // (the writer then kept its bytes as quarantined and logged the store's error).
-        const refusedByStore = result === 'quarantined';
-        if (refusedByStore || !envelope.ok) {
-          // The writer answers 'quarantined' only for a row it was given as received, so envelope.ok holds then.
-          const reason = envelope.ok
-            ? 'the store refused the event; kept as quarantined (the inbox row gives the store error)'
-            : envelope.reason;
-          if (result !== 'duplicate') {
-            if (!refusedByStore) {
-              logger.warn(
-                { event_id: envelope.eventId, reason, endpoint_id: endpointId },
-                'signed body is not a valid envelope; quarantined',
-              );
-            }
-            const message = refusedByStore ? reason : `signed body is not a valid envelope; quarantined: ${reason}`;
-            reportEventError(options.onError, logger, new EventError('event_quarantined', message), {
-              eventId: envelope.eventId,
-              type: envelope.type,
-              status: 'quarantined',
-              attempt: 0,
-              retryInMs: null,
-              source: 'ingress',
-            });
-          }
-          return {
-            kind: 'quarantined',
-            eventId: envelope.eventId,
-            reason,
-            secretLabel,
-            skewSeconds: verified.skewSeconds,
-            duplicate: result === 'duplicate',
-          };
-        }
-        return { kind: result, eventId: envelope.eventId, secretLabel, skewSeconds: verified.skewSeconds };
-      } catch (err) {
+    const kept: Record<string, string> = {};
+    for (const name of KEPT_HEADERS) {
+      const v = single(headers[name]);
+      if (v !== undefined) kept[name] = v.slice(0, 1000);
+    }
+    const row: NewInboxEvent = {
+      eventId: envelope.eventId,
+      type: envelope.type,
+      occurredAt: envelope.ok ? envelope.at : null,
+      payloadJson: envelope.ok ? envelope.json : null,
+      rawBody,
+      signatureHeader: single(signatureHeader) ?? null,
+      headers: kept,
+      endpointId: endpointId ?? null,
+      source: 'webhook',
+      correspondenceId: envelope.ok ? envelope.correspondenceId : null,
+      secretIndex: verified.secretIndex,
+      status: envelope.ok ? 'received' : 'quarantined',
+      lastError: envelope.ok ? null : envelope.reason,
+    };
+    // The write or the ack budget, whichever ends first (one timer for all requests: ack-deadline.ts).
+    ackWithin<InsertOutcome>(
+      (settle) => writer.enqueue(row, settle),
+      (result) => reply(afterWrite(result, envelope, secretLabel, verified.skewSeconds, endpointId)),
+      (err) => {
         logger.error({ event_id: envelope.eventId, err }, 'inbox write failed; answering 503 so the sender retries');
-        return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'store_error' };
+        reply(storeError);
+      },
+    );
+  }
+
+  const secretsUnreadable = (endpointId: string | undefined, err: unknown, reply: AcceptReply): void => {
+    // Stored secrets unreadable (store down, nothing cached): the sender must retry, not give up.
+    logger.error({ endpoint_id: endpointId, err }, 'could not load signing secrets; answering 503');
+    reply(storeError);
+  };
+
+  return {
+    accept(event, reply) {
+      let found: SecretSet | Promise<SecretSet>;
+      try {
+        found = options.secrets.secretsFor(event.endpointId);
+      } catch (err) {
+        secretsUnreadable(event.endpointId, err, reply);
+        return;
       }
+      // The configured list answers synchronously: no extra turn for it.
+      if (!(found instanceof Promise)) {
+        withSecrets(event, found, reply);
+        return;
+      }
+      found
+        .then(
+          (set) => withSecrets(event, set, reply),
+          (err: unknown) => secretsUnreadable(event.endpointId, err, reply),
+        )
+        .catch((err: unknown) => {
+          logger.error({ endpoint_id: event.endpointId, err }, 'ingress failed on a delivery; answering 503');
+          reply(storeError);
+        });
     },
   };
 }
+

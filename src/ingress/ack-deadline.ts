@@ -16,18 +16,23 @@ export interface Settle<T> {
 }
 
 /**
- * Starts the work with the entry that races it, and settles with the work's result, or 'timeout' once the budget
- * has passed, whichever comes first. The entry is itself what the work reports to (the inbox writer takes it as its
- * sink): no promise for the work, and no reactions to pass its result on, per request.
+ * Starts the work with the entry that races it, and calls `done` with the work's result, or with 'timeout' once
+ * the budget has passed, whichever comes first (`fail` for the work's failure). The entry is itself what the work
+ * reports to (the inbox writer takes it as its sink), and the answer is a call, not a promise: when a flush
+ * commits, each of its requests is answered right there, in the writer's loop.
  */
-export type AckRace = <T>(start: (settle: Settle<T>) => void) => Promise<T | 'timeout'>;
+export type AckRace = <T>(
+  start: (settle: Settle<T>) => void,
+  done: (result: T | 'timeout') => void,
+  fail: (err: unknown) => void,
+) => void;
 
 /** One request's place in the queue: its deadline, and how to answer it until it is answered. */
 class Pending<T> implements Settle<T> {
   settled = false;
   /**
    * Cleared once settled. A settled entry waits in the queue until every older one has settled too, and
-   * these held the request's promise, and through it the request: behind one slow write at the head,
+   * these hold the request's answer, and through it the request: behind one slow write at the head,
    * every later request stayed reachable until that write ended, and in steady load enough of them
    * lived into V8's old generation to double the collector's work per event
    * (bench/instructions.ts, docs/benchmarks.md "stop 34").
@@ -71,7 +76,7 @@ class Pending<T> implements Settle<T> {
   }
 }
 
-/** Settles each raced piece of work with its result, or 'timeout' once `budgetMs` has passed, whichever comes first. */
+/** Answers each raced piece of work with its result, or 'timeout' once `budgetMs` has passed, whichever comes first. */
 export function createAckDeadline(budgetMs: number, now: () => number = () => performance.now()): AckRace {
   // A queue with a moving head: shift() on a long array copies it.
   let queue: Array<Pending<unknown>> = [];
@@ -110,15 +115,14 @@ export function createAckDeadline(budgetMs: number, now: () => number = () => pe
     arm();
   }
 
-  return <T>(start: (settle: Settle<T>) => void) =>
-    new Promise<T | 'timeout'>((resolve, reject) => {
-      const p = new Pending<T>(now() + budgetMs, onSettled as (p: Pending<T>) => void, resolve, reject);
-      queue.push(p as Pending<unknown>);
-      arm();
-      try {
-        start(p);
-      } catch (err) {
-        p.reject(err);
-      }
-    });
+  return <T>(start: (settle: Settle<T>) => void, done: (result: T | 'timeout') => void, fail: (err: unknown) => void) => {
+    const p = new Pending<T>(now() + budgetMs, onSettled as (p: Pending<T>) => void, done, fail);
+    queue.push(p as Pending<unknown>);
+    arm();
+    try {
+      start(p);
+    } catch (err) {
+      p.reject(err);
+    }
+  };
 }

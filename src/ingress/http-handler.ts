@@ -91,6 +91,49 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
     skewAbs?.observe(Math.abs(seconds));
   };
 
+  /** The answer for an outcome; called by the core once the outcome is true (for a stored event, inside its flush). */
+  const respond = (res: ServerResponse, outcome: AcceptOutcome, startedAt: number): void => {
+    switch (outcome.kind) {
+      case 'accepted':
+      case 'duplicate':
+        countSecret(outcome.secretLabel);
+        observeSkew(outcome.skewSeconds);
+        record(outcome.kind, '', startedAt);
+        sendCanned(res, outcome.kind);
+        return;
+      case 'quarantined': {
+        countSecret(outcome.secretLabel);
+        observeSkew(outcome.skewSeconds);
+        const status = outcome.duplicate ? 'duplicate' : 'quarantined';
+        record(status, '', startedAt);
+        sendCanned(res, status);
+        return;
+      }
+      case 'invalid_signature':
+        if (outcome.skewSeconds !== undefined && outcome.reason === 'timestamp_outside_window') observeSkew(outcome.skewSeconds);
+        record('invalid_signature', outcome.reason, startedAt);
+        sendJson(res, 401, errorBody(outcome.reason, 'Signature verification failed.'));
+        return;
+      case 'mismatched':
+        record('mismatched', outcome.field, startedAt);
+        sendJson(
+          res,
+          400,
+          errorBody(
+            `${outcome.field}_mismatch`,
+            `The X-Service-Event-${outcome.field === 'type' ? 'Type' : 'Id'} header does not match the signed body.`,
+          ),
+        );
+        return;
+      case 'unavailable':
+        record('unavailable', outcome.reason, startedAt);
+        sendJson(res, 503, errorBody('store_unavailable', 'The event could not be stored durably; retry later.'), {
+          'Retry-After': String(outcome.retryAfterSeconds),
+        });
+        return;
+    }
+  };
+
   return async (req, res, endpointId) => {
     const startedAt = performance.now();
     if (endpointId !== undefined && !ENDPOINT_ID.test(endpointId)) {
@@ -146,45 +189,14 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
       }
     }
 
-    const outcome: AcceptOutcome = await core.accept({ rawBody: body, headers: req.headers, endpointId });
-    switch (outcome.kind) {
-      case 'accepted':
-      case 'duplicate':
-        countSecret(outcome.secretLabel);
-        observeSkew(outcome.skewSeconds);
-        record(outcome.kind, '', startedAt);
-        sendCanned(res, outcome.kind);
-        return;
-      case 'quarantined': {
-        countSecret(outcome.secretLabel);
-        observeSkew(outcome.skewSeconds);
-        const status = outcome.duplicate ? 'duplicate' : 'quarantined';
-        record(status, '', startedAt);
-        sendCanned(res, status);
-        return;
+    // Answered from inside the core; a throw there must not leave the sender waiting until its time-out.
+    core.accept({ rawBody: body, headers: req.headers, endpointId }, (outcome) => {
+      try {
+        respond(res, outcome, startedAt);
+      } catch (err) {
+        logger.error({ err }, 'answering a webhook failed; closing its connection');
+        res.destroy();
       }
-      case 'invalid_signature':
-        if (outcome.skewSeconds !== undefined && outcome.reason === 'timestamp_outside_window') observeSkew(outcome.skewSeconds);
-        record('invalid_signature', outcome.reason, startedAt);
-        sendJson(res, 401, errorBody(outcome.reason, 'Signature verification failed.'));
-        return;
-      case 'mismatched':
-        record('mismatched', outcome.field, startedAt);
-        sendJson(
-          res,
-          400,
-          errorBody(
-            `${outcome.field}_mismatch`,
-            `The X-Service-Event-${outcome.field === 'type' ? 'Type' : 'Id'} header does not match the signed body.`,
-          ),
-        );
-        return;
-      case 'unavailable':
-        record('unavailable', outcome.reason, startedAt);
-        sendJson(res, 503, errorBody('store_unavailable', 'The event could not be stored durably; retry later.'), {
-          'Retry-After': String(outcome.retryAfterSeconds),
-        });
-        return;
-    }
+    });
   };
 }

@@ -96,4 +96,29 @@ describe.each(await availableStoreKinds())('group-commit inbox writer on %s', (k
     writer.enqueue(row(`evt_sink_after_${kind}`), sink('c'));
     expect(told.at(-1)).toEqual(['c', 'store_unavailable']);
   });
+
+  it('tells every waiter of a flush even when one throws on its outcome, and keeps writing', async () => {
+    const flushes: number[] = [];
+    const writer = createInboxWriter({ db: store.db, logger: silentLogger(), maxBatch: 8, onFlush: (f) => flushes.push(f.rows) });
+    const told: unknown[] = [];
+    const throwing = {
+      resolve: () => {
+        throw new Error('the answer failed');
+      },
+      reject: () => {
+        throw new Error('the answer failed');
+      },
+    };
+    // The first row is flushed alone at once; the next two wait for the flush after it, together.
+    const first = writer.submit(row(`evt_tell_0_${kind}`));
+    writer.enqueue(row(`evt_tell_1_${kind}`), throwing);
+    writer.enqueue(row(`evt_tell_2_${kind}`), { resolve: (o) => told.push(o), reject: (e) => told.push(e) });
+    expect(await first).toBe('accepted');
+    expect(await writer.submit(row(`evt_tell_3_${kind}`))).toBe('accepted');
+    expect(told).toEqual(['accepted']);
+    // The throwing waiter shared its flush with the one still told.
+    expect(flushes[0]).toBe(1);
+    expect(flushes[1]).toBeGreaterThanOrEqual(2);
+    await writer.close();
+  });
 });

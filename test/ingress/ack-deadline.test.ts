@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createAckDeadline, type Settle } from '../../src/ingress/ack-deadline.js';
+import { createAckDeadline, type AckRace, type Settle } from '../../src/ingress/ack-deadline.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -15,6 +15,12 @@ interface Deferred<T> {
   resolve: (v: T) => void;
   reject: (e: unknown) => void;
 }
+/** The race's answer as a promise, for the assertions (ingress takes it as a call). */
+const asPromise =
+  (race: AckRace) =>
+  <T>(start: (settle: Settle<T>) => void): Promise<T | 'timeout'> =>
+    new Promise((resolve, reject) => race(start, resolve, reject));
+
 /** Work that reports through the entry as the inbox writer does, when a promise settles. */
 const reportsWhen =
   <T>(promise: Promise<T>) =>
@@ -39,7 +45,7 @@ function deferred<T>(): Deferred<T> {
 async function checkRaces(requests: Array<{ arriveAfter: number; takes: number | undefined }>, budget: number): Promise<void> {
   vi.useFakeTimers();
   const t0 = Date.now();
-  const race = createAckDeadline(budget, () => Date.now());
+  const race = asPromise(createAckDeadline(budget, () => Date.now()));
   const results: Array<{ value: unknown; at: number } | undefined> = requests.map(() => undefined);
   const arrivals: number[] = [];
   for (const [i, r] of requests.entries()) {
@@ -71,7 +77,7 @@ describe('the ack budget on one timer', () => {
   });
 
   it('answers each request with its write, or with timeout exactly one budget after it arrived', async () => {
-    const race = createAckDeadline(1000, () => Date.now());
+    const race = asPromise(createAckDeadline(1000, () => Date.now()));
     const settled: Array<[string, unknown, number]> = [];
     const start = Date.now();
     const track = (name: string, p: Promise<unknown>) =>
@@ -117,7 +123,7 @@ describe('the ack budget on one timer', () => {
   });
 
   it('takes the first report only, even one made before start returns, and a throw from start as a failure', async () => {
-    const race = createAckDeadline(1000, () => Date.now());
+    const race = asPromise(createAckDeadline(1000, () => Date.now()));
     // The writer, closed, reports before enqueue returns; and reporting twice changes nothing.
     const early = race<string>((settle) => {
       settle.reject(new Error('writer is closed'));
@@ -178,8 +184,13 @@ describe('what the ack budget keeps', () => {
       script,
       `import { createAckDeadline } from ${JSON.stringify(path.join(ROOT, 'src/ingress/ack-deadline.ts'))};
        const race = createAckDeadline(600_000);
-       void race(() => undefined);
-       for (let i = 0; i < 200; i++) await race((settle) => void Promise.resolve().then(() => settle.resolve(Buffer.alloc(1_000_000, 1))));
+       const ignore = () => undefined;
+       race(() => undefined, ignore, ignore);
+       for (let i = 0; i < 200; i++) {
+         await new Promise((resolve, reject) =>
+           race((settle) => void Promise.resolve().then(() => settle.resolve(Buffer.alloc(1_000_000, 1))), resolve, reject),
+         );
+       }
        globalThis.gc!();
        await new Promise((r) => setTimeout(r, 20));
        globalThis.gc!();
