@@ -90,7 +90,9 @@ try {
       await new Promise((res) => setTimeout(res, 200));
       const { total, self, inclusive } = summarise((JSON.parse(fs.readFileSync(out, 'utf8')) as { head: ProfileNode }).head);
       const per = (bytes: number): string => (bytes / stored).toFixed(0).padStart(7);
-      console.log(`\n${key}: ${per(total).trim()} B allocated per stored event (${stored} stored, ${(r.requests / r.durationS).toFixed(0)} req/s)`);
+      console.log(
+        `\n${key}: ${per(total).trim()} B allocated per stored event (${stored} stored, ${(r.requests / r.durationS).toFixed(0)} req/s)`,
+      );
       console.log('  B/event  allocated in (self)');
       for (const [name, bytes] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${per(bytes)}  ${name}`);
       console.log('  B/event  allocated in or under (inclusive)');
@@ -106,5 +108,7 @@ try {
 }
 console.log('');
 for (const [key, perEvent] of totals) {
-  console.log(`${key.padEnd(16)} ${perEvent.toFixed(0).padStart(7)} B/event  vs ${totals[0]![0]}: ${(perEvent / totals[0]![1]).toFixed(3)}x`);
+  console.log(
+    `${key.padEnd(16)} ${perEvent.toFixed(0).padStart(7)} B/event  vs ${totals[0]![0]}: ${(perEvent / totals[0]![1]).toFixed(3)}x`,
+  );
 }

@@ -145,7 +145,10 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
       if (o instanceof Error) w.sink.reject(o);
       else w.sink.resolve(o);
     } catch (err) {
-      options.logger.error({ event_id: w.event.eventId, err }, 'a waiter of the inbox writer threw on its outcome; the others are still told');
+      options.logger.error(
+        { event_id: w.event.eventId, err },
+        'a waiter of the inbox writer threw on its outcome; the others are still told',
+      );
     }
   }
 

@@ -85,7 +85,9 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
     const refusedByStore = result === 'quarantined';
     if (refusedByStore || !envelope.ok) {
       // The writer answers 'quarantined' only for a row it was given as received, so envelope.ok holds then.
-      const reason = envelope.ok ? 'the store refused the event; kept as quarantined (the inbox row gives the store error)' : envelope.reason;
+      const reason = envelope.ok
+        ? 'the store refused the event; kept as quarantined (the inbox row gives the store error)'
+        : envelope.reason;
       if (result !== 'duplicate') {
         if (!refusedByStore) {
           logger.warn({ event_id: envelope.eventId, reason, endpoint_id: endpointId }, 'signed body is not a valid envelope; quarantined');
@@ -210,4 +212,3 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
     },
   };
 }
-

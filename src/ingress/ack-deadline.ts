@@ -21,11 +21,7 @@ export interface Settle<T> {
  * reports to (the inbox writer takes it as its sink), and the answer is a call, not a promise: when a flush
  * commits, each of its requests is answered right there, in the writer's loop.
  */
-export type AckRace = <T>(
-  start: (settle: Settle<T>) => void,
-  done: (result: T | 'timeout') => void,
-  fail: (err: unknown) => void,
-) => void;
+export type AckRace = <T>(start: (settle: Settle<T>) => void, done: (result: T | 'timeout') => void, fail: (err: unknown) => void) => void;
 
 /** One request's place in the queue: its deadline, and how to answer it until it is answered. */
 class Pending<T> implements Settle<T> {

@@ -79,7 +79,9 @@ describe('parseEnvelope', () => {
     expect(parseEnvelope(enc({ ...valid, at: '2000-02-29T00:00:00Z' })).ok).toBe(true);
     expect(parseEnvelope(enc({ ...valid, at: '1600-02-29T00:00:00-00:30' })).ok).toBe(true);
     expect(parseEnvelope(enc({ ...valid, data: { x: '😀 1e400000' } })).ok).toBe(true);
-    expect(parseEnvelope(enc(`{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":0.${'7'.repeat(15_999)}}}`)).ok).toBe(true);
+    expect(parseEnvelope(enc(`{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":0.${'7'.repeat(15_999)}}}`)).ok).toBe(
+      true,
+    );
     expect(parseEnvelope(enc('{"event_id":"e","type":"t","at":"2026-11-18T10:15:00Z","data":{"x":1e300,"y":"\\ud83d\\ude00"}}')).ok).toBe(
       true,
     );

@@ -54,13 +54,17 @@ describe('signature properties', () => {
       fc.stringMatching(/^[0-9a-fA-F]{0,66}$/),
       fc.string({ maxLength: 4 }),
     );
-    const canonical = fc
-      .tuple(fc.stringMatching(/^[0-9]{1,13}$/), fc.stringMatching(/^[0-9a-f]{64}$/))
-      .map(([t, v]) => `t=${t},v1=${v}`);
+    const canonical = fc.tuple(fc.stringMatching(/^[0-9]{1,13}$/), fc.stringMatching(/^[0-9a-f]{64}$/)).map(([t, v]) => `t=${t},v1=${v}`);
     fc.assert(
-      fc.property(fc.oneof(canonical, fc.array(piece, { maxLength: 8 }).map((p) => p.join(''))), (header) => {
-        expect(parseSignatureHeader(header)).toEqual(parseSignatureHeader(` ${header}`));
-      }),
+      fc.property(
+        fc.oneof(
+          canonical,
+          fc.array(piece, { maxLength: 8 }).map((p) => p.join('')),
+        ),
+        (header) => {
+          expect(parseSignatureHeader(header)).toEqual(parseSignatureHeader(` ${header}`));
+        },
+      ),
       { numRuns: 2000 },
     );
     expect(parseSignatureHeader(`t=${now},v1=${'ab'.repeat(32)}`)).toEqual({ ok: true, timestamp: now, v1: ['ab'.repeat(32)] });
