@@ -172,7 +172,17 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
     // The write or the ack budget, whichever ends first (one timer for all requests: ack-deadline.ts).
     ackWithin<InsertOutcome>(
       (settle) => writer.enqueue(row, settle),
-      (result) => reply(afterWrite(result, envelope, secretLabel, verified.skewSeconds, endpointId)),
+      (result) => {
+        // Runs inside the writer's flush or the deadline's timer: whatever fails here, the sender still gets an answer.
+        let outcome: AcceptOutcome;
+        try {
+          outcome = afterWrite(result, envelope, secretLabel, verified.skewSeconds, endpointId);
+        } catch (err) {
+          logger.error({ event_id: envelope.eventId, err }, 'ingress failed after the write; answering 503 so the sender retries');
+          outcome = storeError;
+        }
+        reply(outcome);
+      },
       (err) => {
         logger.error({ event_id: envelope.eventId, err }, 'inbox write failed; answering 503 so the sender retries');
         reply(storeError);

@@ -106,9 +106,13 @@ export function createAckDeadline(budgetMs: number, now: () => number = () => pe
     timer = undefined;
     const t = now();
     dropSettled();
-    while (head < queue.length && queue[head]!.deadline <= t) queue[head++]!.expire();
-    dropSettled();
-    arm();
+    try {
+      while (head < queue.length && queue[head]!.deadline <= t) queue[head++]!.expire();
+    } finally {
+      // An answer that throws must not leave every later request without its deadline.
+      dropSettled();
+      arm();
+    }
   }
 
   return <T>(start: (settle: Settle<T>) => void, done: (result: T | 'timeout') => void, fail: (err: unknown) => void) => {

@@ -145,6 +145,29 @@ describe('the ack budget on one timer', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it('keeps every later deadline when an answer throws', async () => {
+    const race = createAckDeadline(1000, () => Date.now());
+    const answers: string[] = [];
+    race(
+      () => undefined,
+      () => {
+        throw new Error('the answer failed');
+      },
+      () => undefined,
+    );
+    await vi.advanceTimersByTimeAsync(10);
+    race(
+      () => undefined,
+      (r) => answers.push(`second ${String(r)}`),
+      () => undefined,
+    );
+    // The first entry's answer throws out of the timer; the second still gets its own deadline.
+    await expect(vi.advanceTimersByTimeAsync(1000)).rejects.toThrow('the answer failed');
+    await vi.advanceTimersByTimeAsync(20);
+    expect(answers).toEqual(['second timeout']);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it('gives every request the earlier of its write and its own deadline, whatever the arrivals and finishes', async () => {
     await fc.assert(
       fc.asyncProperty(
