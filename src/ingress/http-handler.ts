@@ -12,12 +12,15 @@ export interface WebhookHandlerOptions {
   metrics?: Metrics | undefined;
 }
 
-/** Handles one POST; `endpointId` is set for /webhooks/{endpoint_id}. Plain Node request and response. */
+/**
+ * Handles one POST; `endpointId` is set for /webhooks/{endpoint_id}. Plain Node request and response.
+ * Answers through `res` and never throws: no promise to await, so none to make per request.
+ */
 export type WebhookHandler = (
   req: IncomingMessage & { rawBody?: unknown; body?: unknown },
   res: ServerResponse,
   endpointId: string | undefined,
-) => Promise<void>;
+) => void;
 
 export const ENDPOINT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
@@ -134,7 +137,34 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
     }
   };
 
-  return async (req, res, endpointId) => {
+  /** Once the body's exact bytes are in hand: answered from inside the core (for a stored event, inside its flush). */
+  const accept = (req: IncomingMessage, res: ServerResponse, endpointId: string | undefined, body: Buffer, startedAt: number): void => {
+    core.accept({ rawBody: body, headers: req.headers, endpointId }, (outcome) => {
+      try {
+        respond(res, outcome, startedAt);
+      } catch (err) {
+        // A throw here must not leave the sender waiting until its time-out.
+        logger.error({ err }, 'answering a webhook failed; closing its connection');
+        res.destroy();
+      }
+    });
+  };
+
+  const bodyUnreadable = (req: IncomingMessage, res: ServerResponse, err: unknown, startedAt: number): void => {
+    const type = (err as { type?: string }).type;
+    if (type === 'entity.too.large') {
+      record('too_large', '', startedAt);
+      sendJson(res, 413, errorBody('payload_too_large', `Body exceeds the ${options.maxBodyBytes}-byte limit (POSTROOM_MAX_BODY_BYTES).`), {
+        Connection: 'close',
+      });
+      return;
+    }
+    record('bad_request', type ?? 'read_error', startedAt);
+    // A client that went away gets nothing; one that sent a bad length gets a 400.
+    if (!req.destroyed) sendJson(res, 400, errorBody('bad_request', 'The request body could not be read.'));
+  };
+
+  const handle: WebhookHandler = (req, res, endpointId) => {
     const startedAt = performance.now();
     if (endpointId !== undefined && !ENDPOINT_ID.test(endpointId)) {
       record('bad_request', 'endpoint_id', startedAt);
@@ -148,10 +178,11 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
       return;
     }
 
-    let body: Buffer;
     if (Buffer.isBuffer(req.rawBody)) {
-      body = req.rawBody;
-    } else if (req.readableEnded || req.body !== undefined) {
+      accept(req, res, endpointId, req.rawBody, startedAt);
+      return;
+    }
+    if (req.readableEnded || req.body !== undefined) {
       // Another body parser already drained the stream: the exact bytes are gone.
       if (!warnedPreParsed) {
         warnedPreParsed = true;
@@ -167,36 +198,30 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
         errorBody('raw_body_unavailable', 'Server misconfiguration: the raw body was consumed before signature verification.'),
       );
       return;
-    } else {
-      try {
-        body = await getRawBody(req, { length: req.headers['content-length'], limit: options.maxBodyBytes });
-      } catch (err) {
-        const type = (err as { type?: string }).type;
-        if (type === 'entity.too.large') {
-          record('too_large', '', startedAt);
-          sendJson(
-            res,
-            413,
-            errorBody('payload_too_large', `Body exceeds the ${options.maxBodyBytes}-byte limit (POSTROOM_MAX_BODY_BYTES).`),
-            { Connection: 'close' },
-          );
-          return;
-        }
-        record('bad_request', type ?? 'read_error', startedAt);
-        // A client that went away gets nothing; one that sent a bad length gets a 400.
-        if (!req.destroyed) sendJson(res, 400, errorBody('bad_request', 'The request body could not be read.'));
-        return;
-      }
     }
-
-    // Answered from inside the core; a throw there must not leave the sender waiting until its time-out.
-    core.accept({ rawBody: body, headers: req.headers, endpointId }, (outcome) => {
+    // raw-body's callback form: its promise form made a promise, an await and a microtask turn per request.
+    getRawBody(req, { length: req.headers['content-length'], limit: options.maxBodyBytes }, (err, body) => {
+      // Called from the request stream's events: a throw here would reach the process, not the sender.
       try {
-        respond(res, outcome, startedAt);
-      } catch (err) {
-        logger.error({ err }, 'answering a webhook failed; closing its connection');
-        res.destroy();
+        if (err) bodyUnreadable(req, res, err, startedAt);
+        else accept(req, res, endpointId, body, startedAt);
+      } catch (thrown) {
+        failed(res, thrown);
       }
     });
+  };
+
+  /** Whatever throws on the way in (a bad header value, a bug) closes that connection rather than the process. */
+  const failed = (res: ServerResponse, err: unknown): void => {
+    logger.error({ err }, 'a webhook request failed before it could be answered; closing its connection');
+    res.destroy();
+  };
+
+  return (req, res, endpointId) => {
+    try {
+      handle(req, res, endpointId);
+    } catch (err) {
+      failed(res, err);
+    }
   };
 }

@@ -128,6 +128,6 @@ function routeWebhooks(post: WebhookHandler, path: string): NodeWebhookHandler {
       return;
     }
     // An id that does not decode keeps its raw form: the handler answers 404 for it (and counts it).
-    post(req, res, endpointId).catch(() => res.destroy());
+    post(req, res, endpointId);
   };
 }
