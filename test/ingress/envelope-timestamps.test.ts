@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseEnvelope } from '../../src/ingress/envelope.js';
+import { isStorableTimestamp, parseEnvelope } from '../../src/ingress/envelope.js';
 import { adminUrl } from '../support/db.js';
 
 /**
@@ -73,5 +73,60 @@ describe.skipIf(!url)('the envelope timestamp check agrees with Postgres timesta
     // The generator must reach both sides, or the agreement says nothing.
     expect(accepted).toBeGreaterThan(1000);
     expect(rows.length - accepted).toBeGreaterThan(1000);
+  });
+});
+
+/**
+ * The check reads the text a character at a time; until stop 42 it matched this pattern and checked the same
+ * ranges. Kept here as the reference: the two must agree on any text, most of all on near misses of the shape
+ * (a character added, dropped or changed; other scripts' digits, which \d does not match).
+ */
+const SHAPE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-](\d{2}):(\d{2}))$/;
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+function byPattern(at: string): boolean {
+  const m = SHAPE.exec(at);
+  if (m === null) return false;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  if (day > (month === 2 && leap ? 29 : DAYS[month - 1]!)) return false;
+  if (Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6]) > 59) return false;
+  return !(m[9] !== undefined && (Number(m[9]) > 15 || Number(m[10]) > 59));
+}
+
+const ALPHABET = ['0', '1', '2', '5', '9', '-', ':', 'T', 't', 'Z', 'z', '+', '.', ' ', 'x', '\u0663', '\uff10', '\n'];
+const edit = fc.oneof(
+  fc.record({ op: fc.constant('insert' as const), at: fc.nat(), ch: fc.constantFrom(...ALPHABET) }),
+  fc.record({ op: fc.constant('delete' as const), at: fc.nat(), ch: fc.constant('') }),
+  fc.record({ op: fc.constant('replace' as const), at: fc.nat(), ch: fc.constantFrom(...ALPHABET) }),
+);
+const nearMiss = fc.tuple(timestamp, fc.array(edit, { maxLength: 3 })).map(([t, edits]) =>
+  edits.reduce((s, { op, at, ch }) => {
+    const i = s.length === 0 ? 0 : at % (s.length + (op === 'insert' ? 1 : 0));
+    return s.slice(0, i) + ch + s.slice(op === 'insert' ? i : i + 1);
+  }, t),
+);
+
+describe('the character-at-a-time timestamp check', () => {
+  it('agrees with the pattern it replaced on timestamps and their near misses', () => {
+    fc.assert(
+      fc.property(fc.oneof(timestamp, nearMiss, fc.string({ maxLength: 40 })), (at) => {
+        expect(isStorableTimestamp(at)).toBe(byPattern(at));
+      }),
+      { numRuns: 20_000, seed: 20261127 },
+    );
+  });
+
+  it('reaches both answers, and the fraction and offset limits', () => {
+    const valid = '2026-11-27T18:20:00Z';
+    expect(isStorableTimestamp(valid)).toBe(true);
+    expect(isStorableTimestamp('2026-11-27T18:20:00.123456789+15:59')).toBe(true);
+    expect(isStorableTimestamp('2026-11-27T18:20:00.1234567890Z')).toBe(false);
+    expect(isStorableTimestamp('2026-11-27T18:20:00.Z')).toBe(false);
+    expect(isStorableTimestamp('2026-11-27T18:20:00+16:00')).toBe(false);
+    expect(isStorableTimestamp('2026-11-27T18:20:00+05:00x')).toBe(false);
+    expect(isStorableTimestamp('2024-02-29T00:00:00Z')).toBe(true);
+    expect(isStorableTimestamp('2100-02-29T00:00:00Z')).toBe(false);
+    expect(isStorableTimestamp(`${valid} `)).toBe(false);
   });
 });
