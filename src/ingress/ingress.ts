@@ -87,6 +87,7 @@ export function createIngress(options: IngressOptions): Ingress {
   };
 }
 
+const QUERY_OR_FRAGMENT = /[?#]/;
 const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
@@ -97,15 +98,17 @@ const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\
  * slash (so `{path}//` is the root route, as Express's non-strict routing has it).
  */
 function routeWebhooks(post: WebhookHandler, path: string): NodeWebhookHandler {
-  const prefix = new RegExp(`^${escapeRegExp(path.replace(/\/+$/, ''))}(?=/|$)`, 'i');
+  const base = path.replace(/\/+$/, '');
+  const prefix = new RegExp(`^${escapeRegExp(base)}(?=/|$)`, 'i');
   const methodNotAllowed = (res: ServerResponse): void =>
     sendJson(res, 405, errorBody('method_not_allowed', 'Webhooks are delivered with POST.'), { Allow: 'POST' });
   return (req, res, next) => {
     const target = req.url ?? '';
-    const cut = target.search(/[?#]/);
+    const cut = target.search(QUERY_OR_FRAGMENT);
     const pathname = cut === -1 ? target : target.slice(0, cut);
-    const m = prefix.exec(pathname);
-    const rest = m ? pathname.slice(m[0].length) : undefined;
+    // test, not exec: no match array per request. Without the u flag, /i matches each character of the
+    // literal prefix with exactly one code unit, so what matched is as long as the prefix.
+    const rest = prefix.test(pathname) ? pathname.slice(base.length) : undefined;
     const root = rest === '' || rest === '/' || rest === '//';
     const segment = rest === undefined || root ? undefined : /^\/([^/]+)\/?$/.exec(rest)?.[1];
     if (rest === undefined || (segment === undefined && !root)) {
