@@ -6,8 +6,11 @@
  *
  * Why: rates and CPU seconds on a shared 2-core machine moved by a third from one 10 s slice to the next
  * (docs/benchmarks.md, stop 34), too much to see a change of a few per cent. The work count of one build
- * repeated within about 3% (the compiler's count did not: V8 still optimises at points that move from run to
- * run, so it is shown apart and left out of the first ratio).
+ * repeated within about 3% on stop 34's machine (the compiler's count did not: V8 still optimises at points
+ * that move from run to run, so it is shown apart and left out of the first ratio); on stop 41's it moved by
+ * 13% between two runs of one build (215,760 and 243,728 instructions per event), most likely because the
+ * flushes' sizes, and so the per-flush work each event carries, follow how fast Postgres answers the slowed
+ * process, which the machine still moves: run it twice, and trust a difference well outside their spread.
  *
  * What it does not see: the kernel (the socket writes, about a fifth of a receiver's CPU per event),
  * Postgres, and cache misses or stalls. It counts the process's own instructions, which is where postroom's
