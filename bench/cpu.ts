@@ -21,7 +21,7 @@
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import type pg from 'pg';
-import { stop } from './lib/processes.js';
+import { sampleRss, stop } from './lib/processes.js';
 import { median } from './lib/receivers.js';
 import { prepareDatabase, SECRET, startReceiver, tableOf, type BenchDatabase } from './lib/rigs.js';
 import { cachedRequests, requireWrk, runWrk } from './lib/wrk.js';
@@ -118,6 +118,8 @@ interface Measured {
    */
   wal: number;
   p99: number;
+  /** The receiver process's peak resident set during the slice, MiB. */
+  rss: number;
 }
 
 /** A receiver on its own database, ready to take load. */
@@ -149,9 +151,11 @@ async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ 
   const c0 = cpuSeconds(rig.child.pid!);
   const k0 = kernelCounts(rig.child.pid!);
   const p0 = new Map(backends.map((p) => [p, cpuSeconds(p)]));
+  const rss = sampleRss(rig.child.pid!);
   const w = await runWrk(`http://127.0.0.1:${rig.port}/webhooks`, file, { connections: 64, seconds });
   const c1 = cpuSeconds(rig.child.pid!);
   const k1 = kernelCounts(rig.child.pid!);
+  const rssMiB = rss.stop();
   const walBytes = Number(
     (await rig.admin.query<{ d: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1) AS d', [wal0])).rows[0]!.d,
   );
@@ -198,6 +202,7 @@ async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ 
       pgus: (pgSeconds / stored) * 1e6,
       wal: walBytes / stored,
       p99: w.p99Ms,
+      rss: rssMiB,
     },
     threads,
     kernel,
@@ -214,12 +219,13 @@ function medians(ms: readonly Measured[]): Measured {
     pgus: median(ms.map((m) => m.pgus)),
     wal: median(ms.map((m) => m.wal)),
     p99: median(ms.map((m) => m.p99)),
+    rss: median(ms.map((m) => m.rss)),
   };
 }
 
 function line(key: string, label: string, m: Measured): string {
   const processed = m.processed === undefined ? '' : ` (processed ${Math.round(m.processed)}/s, backlog ${m.backlog ?? '?'})`;
-  return `${key.padEnd(9)} ${label}: ${Math.round(m.rate)}/s${processed}  process ${m.proc.toFixed(1)} µs/event  postgres ${m.pgus.toFixed(1)} µs/event  WAL ${Math.round(m.wal)} B/event  p99 ${m.p99.toFixed(1)} ms`;
+  return `${key.padEnd(9)} ${label}: ${Math.round(m.rate)}/s${processed}  process ${m.proc.toFixed(1)} µs/event  postgres ${m.pgus.toFixed(1)} µs/event  WAL ${Math.round(m.wal)} B/event  p99 ${m.p99.toFixed(1)} ms  RSS ${Math.round(m.rss)} MiB`;
 }
 
 function load(): string {
