@@ -126,16 +126,20 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     }, wait);
   };
 
-  const sleep = (ms: number): Promise<void> =>
+  /** Resolves true when woken (a notification, a full batch, stop) and false when the time ran out. */
+  const sleep = (ms: number): Promise<boolean> =>
     new Promise((resolve) => {
-      const done = (): void => {
+      const finish = (woken: boolean): void => {
         clearTimeout(timer);
-        sleepers.delete(done);
-        resolve();
+        sleepers.delete(wake);
+        resolve(woken);
       };
-      const timer = setTimeout(done, ms);
-      sleepers.add(done);
+      const wake = (): void => finish(true);
+      const timer = setTimeout(() => finish(false), ms);
+      sleepers.add(wake);
     });
+  // When a loop of this worker last began a claim: the poll fallback needs one claim per interval, not one per loop.
+  let lastClaimAt = Number.NEGATIVE_INFINITY;
 
   function record(outcomes: readonly EventOutcome[]): void {
     if (!metrics) return;
@@ -214,6 +218,7 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
    * was runnable. `full` when the claim took as many events as it asked for.
    */
   async function runOnce(sizer: ClaimSizer): Promise<{ outcomes: EventOutcome[]; full: boolean } | undefined> {
+    lastClaimAt = performance.now();
     await reapIfDue();
     const limit = sizer.limit;
     const claimStarted = performance.now();
@@ -257,7 +262,14 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
         wakePending = false;
         continue;
       }
-      await sleep(options.pollIntervalMs);
+      // The poll is the fallback for what no notification announces (a backoff that ran out, a notification
+      // missed). One claim per interval finds that for every loop, and each claim that finds nothing still walks
+      // the front of the claim order: a loop whose time runs out within an interval of another loop's claim sleeps
+      // on until an interval has passed since it (test/worker/polling.test.ts).
+      let woken = await sleep(options.pollIntervalMs);
+      while (!woken && !stopping && performance.now() - lastClaimAt < options.pollIntervalMs) {
+        woken = await sleep(Math.max(1, lastClaimAt + options.pollIntervalMs - performance.now()));
+      }
     }
   }
 
