@@ -41,9 +41,52 @@ function label(query: string): string {
   return flat.length > 90 ? `${flat.slice(0, 87)}...` : flat;
 }
 
+/**
+ * The settings that shape a receiver's costs, read from the cluster the other benches use (DATABASE_URL, or the
+ * machine's), so that this one differs from it only by the extension: on this machine, for one, autovacuum is off
+ * there, and a vacuum or analyze in the middle of a run changes what the worker's statements read.
+ */
+const MIRRORED = [
+  'autovacuum',
+  'shared_buffers',
+  'max_wal_size',
+  'checkpoint_timeout',
+  'wal_buffers',
+  'work_mem',
+  'jit',
+  'fsync',
+  'synchronous_commit',
+  'full_page_writes',
+  'wal_compression',
+];
+async function sharedSettings(): Promise<Record<string, string>> {
+  const shared = new pg.Client({ connectionString: process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres' });
+  await shared.connect();
+  try {
+    const res = await shared.query<{ name: string; setting: string; unit: string | null }>(
+      'SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1)',
+      [MIRRORED],
+    );
+    return Object.fromEntries(res.rows.map((r) => [r.name, `'${asConf(r.setting, r.unit)}'`]));
+  } finally {
+    await shared.end();
+  }
+}
+
+/** pg_settings gives a size in its unit (shared_buffers in 8 kB pages): as postgresql.conf reads it. -1 means automatic. */
+function asConf(setting: string, unit: string | null): string {
+  if (!unit || !/^\d+$/.test(setting)) return setting;
+  return unit === '8kB' ? `${Number(setting) * 8}kB` : `${setting}${unit}`;
+}
+
+const mirrored = await sharedSettings();
+console.log(
+  `the private cluster mirrors: ${Object.entries(mirrored)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ')}`,
+);
 const cluster = await startPrivateCluster({
-  shared_buffers: "'128MB'",
-  max_wal_size: "'1GB'",
+  ...mirrored,
   shared_preload_libraries: "'pg_stat_statements'",
   'pg_stat_statements.track': 'top',
   'pg_stat_statements.track_planning': 'on',
