@@ -152,10 +152,16 @@ async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ 
   const k0 = kernelCounts(rig.child.pid!);
   const p0 = new Map(backends.map((p) => [p, cpuSeconds(p)]));
   const rss = sampleRss(rig.child.pid!);
-  const w = await runWrk(`http://127.0.0.1:${rig.port}/webhooks`, file, { connections: 64, seconds });
+  let rssMiB: number;
+  let w: Awaited<ReturnType<typeof runWrk>>;
+  try {
+    w = await runWrk(`http://127.0.0.1:${rig.port}/webhooks`, file, { connections: 64, seconds });
+  } finally {
+    // Its timer would otherwise keep the bench alive after a failed load.
+    rssMiB = rss.stop();
+  }
   const c1 = cpuSeconds(rig.child.pid!);
   const k1 = kernelCounts(rig.child.pid!);
-  const rssMiB = rss.stop();
   const walBytes = Number(
     (await rig.admin.query<{ d: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1) AS d', [wal0])).rows[0]!.d,
   );

@@ -139,6 +139,8 @@ try {
          FROM ${setup.schema}.${stored}`,
       );
       const events = Number(counted.rows[0]!.n);
+      if (events === 0)
+        throw new Error(`${key} stored no events in ${seconds} s of load; see its output above (is it running and migrated?)`);
       const finished = serve ? Number(counted.rows[0]!.finished) : undefined;
       const statements = rows.rows.map((r) => ({
         statement: label(r.query),
