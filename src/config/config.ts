@@ -83,6 +83,8 @@ export interface Config {
   reconcileMatchWindowMs: number;
   metricsPort: number | undefined;
   shutdownTimeoutMs: number;
+  /** V8's old-generation growing factor for `serve`, as a percent over 1 (src/app/heap-growth.ts); 0: V8 chooses. */
+  heapGrowingPercent: number;
 }
 
 const MiB = 1024 * 1024;
@@ -167,5 +169,6 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     reconcileMatchWindowMs: int(env, 'POSTROOM_RECONCILE_MATCH_WINDOW_SECONDS', 120, { min: 1, max: 86_400 }) * 1000,
     metricsPort: metricsPortRaw === undefined ? undefined : int(env, 'POSTROOM_METRICS_PORT', 0, { min: 1, max: 65535 }),
     shutdownTimeoutMs: int(env, 'POSTROOM_SHUTDOWN_TIMEOUT_MS', 20_000, { min: 100, max: 600_000 }),
+    heapGrowingPercent: int(env, 'POSTROOM_HEAP_GROWING_PERCENT', 100, { min: 0, max: 300 }),
   };
 }

@@ -1,4 +1,5 @@
 import { Option, type Command } from 'commander';
+import { applyHeapGrowth } from '../../app/heap-growth.js';
 import { ROLES, type Role } from '../../config/config.js';
 import type { ComponentDeps, Component } from '../../lifecycle/component.js';
 import { createLogger } from '../../logging/logger.js';
@@ -58,6 +59,7 @@ Without POSTROOM_WEBHOOK_SECRETS (outside production) a development secret is ge
       if (opts.host !== undefined) config.ingress.host = opts.host;
       const pretty = !config.production && Boolean(process.stdout.isTTY);
       const logger = createLogger({ level: config.logLevel, pretty, secretValues: configuredSecretValues(config) });
+      const heap = applyHeapGrowth(config.heapGrowingPercent);
       const { startServer } = await import('../../app/server.js');
       const server = await startServer({
         config,
@@ -66,7 +68,10 @@ Without POSTROOM_WEBHOOK_SECRETS (outside production) a development secret is ge
         migrate: opts.migrate,
         components: (await serveComponents(role)).map((make) => (deps: ComponentDeps) => make(deps, { role, options: opts })),
       });
-      logger.info({ url: server.url, role, store: server.db.kind }, 'postroom is serving');
+      logger.info(
+        { url: server.url, role, store: server.db.kind, heap_growing: heap.source, heap_growing_percent: heap.percent },
+        'postroom is serving',
+      );
       if (server.devSecret) {
         const io = ctx.io;
         io.stdout.write(
