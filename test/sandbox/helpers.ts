@@ -64,7 +64,14 @@ export async function captureServer(respond: (c: Captured, index: number) => num
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const raw = Buffer.concat(chunks);
-      const c: Captured = { headers: req.headers, raw, event: JSON.parse(raw.toString('utf8')), at: Date.now() };
+      // A body that is not JSON is kept as null: thrown here, it would surface as an uncaught error of whatever test runs.
+      let event: Captured['event'];
+      try {
+        event = JSON.parse(raw.toString('utf8')) as Captured['event'];
+      } catch {
+        event = null as unknown as Captured['event'];
+      }
+      const c: Captured = { headers: req.headers, raw, event, at: Date.now() };
       const index = received.push(c) - 1;
       waiters = waiters.filter((w) => {
         if (received.length >= w.n) w.resolve();

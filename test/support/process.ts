@@ -5,15 +5,34 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports for processes a test starts: below the kernel's ephemeral range (32768-60999 on Linux), each vitest worker
+ * in a band of its own. A port from `listen(0)` is ephemeral, and once closed the kernel could hand it out again
+ * before the child bound it: to another test's `listen(0)` or to the local end of some client's connection. The
+ * child then failed to start ("port … is already in use"), or another test's server received its requests.
+ */
+const BAND = 600;
+const BAND_COUNT = 20;
+const FIRST = 20_000;
+let cursor = -1;
+
+function tryListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
+}
+
+export async function freePort(): Promise<number> {
+  const worker = Number(process.env.VITEST_POOL_ID ?? process.env.VITEST_WORKER_ID ?? process.pid) % BAND_COUNT;
+  if (cursor === -1) cursor = Math.floor(Math.random() * BAND);
+  for (let i = 0; i < BAND; i++) {
+    cursor = (cursor + 1) % BAND;
+    const port = FIRST + worker * BAND + cursor;
+    if (await tryListen(port)) return port;
+  }
+  throw new Error(`no free port in ${FIRST + worker * BAND}-${FIRST + worker * BAND + BAND - 1}`);
 }
 
 export interface CliProcess {
