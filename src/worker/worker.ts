@@ -9,12 +9,20 @@ import { eventTypeLabel } from '../metrics/labels.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { EventError, reportEventError, type OnErrorHook } from '../events/event-error.js';
 import { claimBatch, reapExpiredLeases, reapOrphanedAttempts } from './claim-queries.js';
-import { createClaimSizer, type ClaimSizer } from './claim-size.js';
+import { createClaimSizer, QUICK_EVENT_MS, type ClaimSizer } from './claim-size.js';
 import { DEFAULT_WORKER_OPTIONS, type WorkerOptions } from './options.js';
 import { processClaimed, type BatchContext, type EventOutcome } from './process-batch.js';
 
 /** The shortest spacing of claims woken by notifications (see onNotification). */
 const WAKE_COALESCE_MS = 50;
+
+/**
+ * How many loops claim side by side while events are quick. More only walked the claim order past each other's
+ * batches and contended for Postgres; one alone left Postgres idle while Node ran its batch (a drain of a backlog
+ * 0.80 times as fast as four loops). Two: `serve` 1.06 times the rate of four with 0.86 times the Postgres time
+ * per event, and a drain 1.06 times as fast (docs/benchmarks.md, "Stop 44").
+ */
+const QUICK_LOOPS = 2;
 
 export interface CreateWorkerOptions<Api = unknown> {
   db: Db;
@@ -73,6 +81,23 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
   const sleepers = new Set<() => void>();
   // A notification that found every loop busy: the next loop about to sleep claims again instead.
   let wakePending = false;
+  /** Batches being run now (after their claim): when each started and how many events it holds. */
+  const running = new Set<{ startedAt: number; size: number }>();
+  /** Whether the last batch to finish ran its events within QUICK_EVENT_MS each. */
+  let lastBatchQuick = false;
+
+  /**
+   * Whether another loop should start claiming now. Not while QUICK_LOOPS loops are running batches of quick
+   * events: they claim again as soon as they are done. Slow events are what more loops are for: once a running
+   * batch has taken longer than quick events would, or the last one did, every notification and full batch
+   * wakes another loop, up to the configured concurrency.
+   */
+  const moreLoopsWanted = (): boolean => {
+    if (loopRuns.size < QUICK_LOOPS || !lastBatchQuick) return true;
+    const now = performance.now();
+    for (const r of running) if (now - r.startedAt > Math.max(r.size, 1) * QUICK_EVENT_MS) return true;
+    return false;
+  };
 
   const batchContext: BatchContext<Api> = {
     db,
@@ -112,6 +137,11 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
   let lastNotifiedWake = 0;
   let wakeTimer: NodeJS.Timeout | undefined;
   const onNotification = (): void => {
+    if (!moreLoopsWanted()) {
+      // The running loop claims again when its quick batch ends.
+      wakePending = true;
+      return;
+    }
     if (wakeTimer) return;
     const wait = lastNotifiedWake + WAKE_COALESCE_MS - performance.now();
     if (wait <= 0) {
@@ -217,7 +247,7 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
    * One claim and its batch, sized by the loop's sizer; undefined when nothing
    * was runnable. `full` when the claim took as many events as it asked for.
    */
-  async function runOnce(sizer: ClaimSizer): Promise<{ outcomes: EventOutcome[]; full: boolean } | undefined> {
+  async function runOnce(sizer: ClaimSizer): Promise<{ outcomes: EventOutcome[]; full: boolean; quick: boolean } | undefined> {
     lastClaimAt = performance.now();
     await reapIfDue();
     const limit = sizer.limit;
@@ -230,35 +260,52 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     const batchStarted = performance.now();
     metrics?.workerClaimDuration.observe((batchStarted - claimStarted) / 1000);
     if (!claimed) return undefined;
-    const outcomes = await processClaimed(batchContext, claimed);
+    const batch = { startedAt: batchStarted, size: claimed.events.length };
+    running.add(batch);
+    let outcomes: EventOutcome[];
+    try {
+      outcomes = await processClaimed(batchContext, claimed);
+    } finally {
+      running.delete(batch);
+    }
     const elapsedMs = performance.now() - batchStarted;
     metrics?.workerBatchDuration.observe(elapsedMs / 1000);
     const ran = outcomes.filter((o) => o.completion.attemptsDelta === 0).length;
     sizer.after({ claimed: claimed.events.length, ran, limit, elapsedMs });
+    const quick = elapsedMs <= Math.max(ran, 1) * QUICK_EVENT_MS;
+    lastBatchQuick = quick;
     record(outcomes);
     report(outcomes);
-    return { outcomes, full: claimed.events.length >= limit };
+    return { outcomes, full: claimed.events.length >= limit, quick };
   }
 
   async function loop(n: number): Promise<void> {
     const sizer = createClaimSizer(options.batchSize);
     while (!stopping) {
+      let yielded = false;
       try {
         wakePending = false;
         const run = runOnce(sizer);
         loopRuns.add(run);
         const ran = await run.finally(() => loopRuns.delete(run));
         if (ran?.full) {
-          // A full batch: there is likely more, so another loop claims alongside this one.
-          wakeOne();
-          continue;
+          // A full batch: there is likely more. Slow events: another loop joins this one.
+          if (!ran.quick) {
+            wakeOne();
+            continue;
+          }
+          // Quick events: QUICK_LOOPS loops are enough. If that many others run, they claim again when done.
+          if (loopRuns.size < QUICK_LOOPS) continue;
+          wakePending = true;
+          yielded = true;
         }
       } catch (err) {
         logger.error({ err, loop: n }, 'worker loop error; retrying after the poll interval');
       }
       if (stopping) break;
-      // What arrived while this loop ran notified with every loop busy: claim it now rather than after the poll.
-      if (wakePending) {
+      // What arrived while this loop ran notified with every loop busy: claim it now rather than after the poll
+      // (unless this loop has just left the work to another).
+      if (wakePending && !yielded) {
         wakePending = false;
         continue;
       }

@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createHandlerRegistry } from '../../src/events/registry.js';
+import { silentLogger } from '../../src/logging/logger.js';
+import { createWorker } from '../../src/worker/worker.js';
+import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
+import { countByStatus, envelope, insertEnvelopes, waitFor } from './support.js';
+
+// Several loops only on Postgres: the embedded store runs one (worker.ts).
+const postgres = (await availableStoreKinds()).includes('postgres');
+
+/**
+ * How many other batches were in flight while each event ran: its handler counts the claim rows of
+ * inbox_attempts from inside its own batch's transaction, which has already taken its own row.
+ */
+async function drainCountingOthers(store: TestStore, count: number, handlerMs: number): Promise<number[]> {
+  const events = Array.from({ length: count }, (_, i) =>
+    envelope('participant.acted', { correspondence_id: `cor_${i % 500}`, participant_id: 'p', act: 'read', ref: `r${i}` }),
+  );
+  await insertEnvelopes(store.db, events);
+  const others: number[] = [];
+  const registry = createHandlerRegistry();
+  registry.on('participant.acted', async (_event, ctx) => {
+    const res = await ctx.tx.query<{ n: number }>('SELECT count(*)::int AS n FROM inbox_attempts');
+    others.push(res.rows[0]!.n);
+    if (handlerMs > 0) await new Promise((r) => setTimeout(r, handlerMs));
+  });
+  const worker = createWorker({
+    db: store.db,
+    registry,
+    logger: silentLogger(),
+    // No notifications: a backlog that is there when the loops start, as after an outage.
+    options: { concurrency: 4, batchSize: 100, pollIntervalMs: 100, listen: false },
+  });
+  await worker.start();
+  try {
+    await waitFor(async () => (await countByStatus(store.db)).processed === count, `all ${count} events processed`, 60_000, 50);
+  } finally {
+    await worker.stop(2000);
+  }
+  return others;
+}
+
+describe.runIf(postgres)('worker loops (postgres)', () => {
+  let store: TestStore;
+
+  beforeAll(async () => {
+    store = await openTestStore('postgres', { poolSize: 8 });
+  });
+  beforeEach(async () => {
+    await store.db.exec('TRUNCATE inbox, inbox_attempts, correspondence_projection, participant_projection');
+  });
+  afterAll(async () => {
+    await store?.cleanup();
+  });
+
+  it('runs quick events in at most two batches at once once it has seen they are quick', async () => {
+    // Four loops claiming side by side each walked the claim order past the others' batches and contended with
+    // them for Postgres (docs/benchmarks.md, "Stop 44").
+    const others = await drainCountingOthers(store, 3000, 0);
+    expect(others).toHaveLength(3000);
+    // Every loop claims at start; after their first batches, two carry on.
+    const afterStart = others.slice(1000);
+    const crowded = afterStart.filter((n) => n > 1).length;
+    expect(crowded).toBeLessThanOrEqual(afterStart.length * 0.05);
+  }, 90_000);
+
+  it('still runs slow events in several batches at once', async () => {
+    const others = await drainCountingOthers(store, 400, 5);
+    expect(others).toHaveLength(400);
+    const crowded = others.filter((n) => n > 1).length;
+    expect(crowded).toBeGreaterThanOrEqual(others.length * 0.5);
+  }, 90_000);
+});
