@@ -19,8 +19,8 @@ const WAKE_COALESCE_MS = 50;
 /**
  * How many loops claim side by side while events are quick. More only walked the claim order past each other's
  * batches and contended for Postgres; one alone left Postgres idle while Node ran its batch (a drain of a backlog
- * 0.80 times as fast as four loops). Two: `serve` 1.06 times the rate of four with 0.86 times the Postgres time
- * per event, and a drain 1.06 times as fast (docs/benchmarks.md, "Stop 44").
+ * 0.80 times as fast as four loops). Two: a drain 1.06 times as fast as four, and `serve`'s ingest p99 lower; its
+ * rate gained in 10 s runs but not over 25 s (docs/benchmarks.md, "Stop 44").
  */
 const QUICK_LOOPS = 2;
 
