@@ -73,6 +73,26 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
     ]);
   });
 
+  it('holds an event back behind an earlier runnable one that the batch does not include', async () => {
+    const store = await openTestStore(kind);
+    cleanups.push(store.cleanup);
+    // One correspondence: the first event is failing and waits to retry; the second arrived a moment ago, so it still
+    // waits for the failing one; the third arrived long ago, so its hold on the failing event has run out, but the
+    // second is received and must go first. Only the claim's second step sees that: the first step lets the third
+    // through, since nothing earlier is in a batch or backing off on its behalf.
+    const [failing, recent, old] = [acted('cor_h', 0), acted('cor_h', 1), acted('cor_h', 2)];
+    const free = acted('cor_free', 3);
+    await insertEnvelopes(store.db, [failing, recent, old, free]);
+    await store.db.query(
+      `UPDATE inbox SET status = 'failed', attempts = 1, next_attempt_at = now() + interval '1 hour' WHERE event_id = $1`,
+      [failing.event_id],
+    );
+    await store.db.query(`UPDATE inbox SET received_at = now() - interval '1 hour' WHERE event_id = $1`, [old.event_id]);
+
+    const claim = await claimBatch(store.db, { workerId: 'w1', limit: 10, orderingHoldSeconds: 300 });
+    expect(claim!.events.map((e) => e.event_id)).toEqual([free.event_id]);
+  });
+
   it('concurrent claims: each batch row records exactly the events its claim returned, and no event is in two', async () => {
     const store = await openTestStore(kind);
     cleanups.push(store.cleanup);
