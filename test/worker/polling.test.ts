@@ -31,15 +31,15 @@ describe.runIf(postgres)('worker polling (postgres)', () => {
     await store?.cleanup();
   });
 
-  const start = async () => {
+  // listen false: no notifications, only the poll finds work, as when a notification is missed.
+  const start = async ({ listen = false, pollIntervalMs = POLL_MS, concurrency = 4 } = {}) => {
     const metrics = createMetrics({ defaultMetrics: false });
     const worker = createWorker({
       db: store.db,
       registry: createHandlerRegistry(),
       logger: silentLogger(),
       metrics,
-      // No notifications: only the poll finds work, as when a notification is missed.
-      options: { concurrency: 4, pollIntervalMs: POLL_MS, listen: false },
+      options: { concurrency, pollIntervalMs, listen },
     });
     await worker.start();
     return { worker, metrics };
@@ -69,6 +69,52 @@ describe.runIf(postgres)('worker polling (postgres)', () => {
       const e = envelope('participant.acted', { correspondence_id: 'cor_poll', participant_id: 'p', act: 'read', ref: 'r' });
       await insertEnvelopes(store.db, [e]);
       await waitFor(async () => (await inboxRow(store.db, e.event_id)).status === 'processed', 'the unannounced event processed', 5000, 20);
+    } finally {
+      await worker.stop(1000);
+    }
+  });
+
+  it('a notification brings an event in without waiting for the poll; many notifications wake at most one claim per 50 ms', async () => {
+    // Under steady ingest every flush notifies; a claim per notification ran the claim query for one flush's few
+    // events, and the claims cost Postgres more than the events did (worker.ts, onNotification). The poll interval
+    // is far longer than the test, so every claim after the first is a notification's. One loop: with more, a
+    // notification that finds two loops running quick batches is left to them (moreLoopsWanted), which
+    // test/worker/loops.test.ts covers; here the bound below then holds however slow the machine.
+    const { worker, metrics } = await start({ listen: true, pollIntervalMs: 600_000, concurrency: 1 });
+    try {
+      await waitFor(async () => (await claimsCounted(metrics)) >= 1, "the loop's first claim", 5000, 10);
+      await sleep(200);
+      const before = await claimsCounted(metrics);
+      // A quiet spell, then one event: its notification alone brings it in, long before any poll.
+      const first = envelope('participant.acted', { correspondence_id: 'cor_wake', participant_id: 'p', act: 'read', ref: 'r' });
+      await insertEnvelopes(store.db, [first]);
+      await waitFor(
+        async () => (await inboxRow(store.db, first.event_id)).status === 'processed',
+        'the announced event processed',
+        5000,
+        5,
+      );
+      await sleep(200);
+      // Then 200 flushes of one event each, 5 ms apart: 200 notifications.
+      const flushes = 200;
+      const started = performance.now();
+      const ids: string[] = [];
+      for (let i = 0; i < flushes; i++) {
+        const e = envelope('participant.acted', { correspondence_id: `cor_wake_${i}`, participant_id: 'p', act: 'read', ref: 'r' });
+        ids.push(e.event_id);
+        await insertEnvelopes(store.db, [e]);
+        await sleep(5);
+      }
+      const last = ids.at(-1)!;
+      await waitFor(async () => (await inboxRow(store.db, last)).status === 'processed', 'the last flush processed', 10_000, 5);
+      const elapsedMs = performance.now() - started;
+      const claims = (await claimsCounted(metrics)) - before;
+      // At most one wake per 50 ms, and each may be followed by one more claim: a wake that found the loop busy
+      // leaves it pending. Without the spacing (WAKE_COALESCE_MS 0) it made 268 and 290 claims here (checked).
+      expect(claims).toBeLessThanOrEqual(2 * (elapsedMs / 50 + 2));
+      expect(claims).toBeLessThan(flushes / 2);
+      const processed = await store.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbox WHERE status = 'processed'`);
+      expect(processed.rows[0]!.n).toBe(flushes + 1);
     } finally {
       await worker.stop(1000);
     }
