@@ -22,8 +22,8 @@
  *
  * Postgres time is the serving backend's own CPU, from /proc/<pid>/schedstat (so Postgres must run on this machine),
  * summed over the statements of each kind: no round trips, no client. Commits do not wait for the disk
- * (synchronous_commit off), which every layout would pay alike. Layouts alternate, LAYOUT_ROUNDS times (default 3), LAYOUT_EVENTS events each
- * (default 40,000), in a database of their own that is dropped at the end.
+ * (synchronous_commit off), which every layout would pay alike. Layouts alternate, LAYOUT_ROUNDS times (default 3),
+ * LAYOUT_EVENTS events each (default 40,000), in a database of their own that is dropped at the end.
  */
 import fs from 'node:fs';
 import pg from 'pg';
@@ -131,6 +131,20 @@ function completeSql(layout: Layout): string {
   }
 }
 
+/**
+ * The table's updates and HOT updates so far, from the shared statistics. A backend sends its counts there at
+ * most once a second; pg_stat_force_next_flush() makes it send them at the end of this statement's transaction,
+ * so the next statement (a transaction of its own) reads every count up to here.
+ */
+async function updateCounts(c: pg.Client, schema: string, relation: string): Promise<{ updates: number; hot: number }> {
+  await c.query('SELECT pg_stat_force_next_flush()');
+  const res = await c.query<{ upd: string; hot: string }>(
+    `SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2`,
+    [schema, relation],
+  );
+  return { updates: Number(res.rows[0]?.upd ?? 0), hot: Number(res.rows[0]?.hot ?? 0) };
+}
+
 /** CPU nanoseconds the backend has run so far (the first field of schedstat). */
 function backendCpuNs(pid: number): number {
   return Number(fs.readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
@@ -166,6 +180,8 @@ async function runRound(c: pg.Client, pid: number, layout: Layout): Promise<Roun
   const side = SIDE[layout];
   await c.query(`TRUNCATE ${s}.inbox${side ? `, ${s}.${side}` : ''}`);
   await c.query('CHECKPOINT');
+  const updated = side === 'state' ? 'state' : 'inbox';
+  const hotBefore = await updateCounts(c, s, updated);
   const insert = { name: `insert_${s}`, text: insertSql(layout) };
   const complete = { name: `complete_${s}`, text: completeSql(layout) };
   const lsn = async (): Promise<string> => (await c.query<{ l: string }>('SELECT pg_current_wal_insert_lsn() AS l')).rows[0]!.l;
@@ -200,16 +216,11 @@ async function runRound(c: pg.Client, pid: number, layout: Layout): Promise<Roun
       done += batch.length;
     }
   }
-  const updated = side === 'state' ? 'state' : 'inbox';
-  // Read from this backend's own pending statistics too: pg_stat_xact_* sees what the last statements did at once.
-  const hot = await c.query<{ upd: string; hot: string }>(
-    `SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_xact_user_tables WHERE schemaname = $1 AND relname = $2`,
-    [s, updated],
-  );
+  const hot = await updateCounts(c, s, updated);
   const size = await c.query<{ b: string }>(
     `SELECT pg_total_relation_size('${s}.inbox')${side ? ` + pg_total_relation_size('${s}.${side}')` : ''} AS b`,
   );
-  const upd = Number(hot.rows[0]?.upd ?? 0);
+  const upd = hot.updates - hotBefore.updates;
   return {
     layout,
     ingestUs: ingestNs / 1000 / done,
@@ -217,7 +228,7 @@ async function runRound(c: pg.Client, pid: number, layout: Layout): Promise<Roun
     ingestWal: ingestWal / done,
     completeWal: completeWal / done,
     bytesPerEvent: Number(size.rows[0]!.b) / done,
-    hotShare: upd > 0 ? Number(hot.rows[0]!.hot) / upd : 0,
+    hotShare: upd > 0 ? (hot.hot - hotBefore.hot) / upd : 0,
   };
 }
 
