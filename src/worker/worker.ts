@@ -13,7 +13,7 @@ import { createClaimSizer, QUICK_EVENT_MS, type ClaimSizer } from './claim-size.
 import { DEFAULT_WORKER_OPTIONS, type WorkerOptions } from './options.js';
 import { processClaimed, type BatchContext, type EventOutcome } from './process-batch.js';
 
-/** The shortest spacing of claims woken by notifications (see onNotification). */
+/** The shortest spacing of claims woken by notifications (see onNotification), and of any claim not following a full batch (see loop). */
 const WAKE_COALESCE_MS = 50;
 
 /**
@@ -156,6 +156,19 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     }, wait);
   };
 
+  /** Only stop() cuts these short: a loop waiting out the claim spacing takes no notification's wake from an idle one. */
+  const pauses = new Set<() => void>();
+  const pause = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        pauses.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      pauses.add(done);
+    });
+
   /** Resolves true when woken (a notification, a full batch, stop) and false when the time ran out. */
   const sleep = (ms: number): Promise<boolean> =>
     new Promise((resolve) => {
@@ -279,11 +292,31 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     return { outcomes, full: claimed.events.length >= limit, quick };
   }
 
+  /**
+   * Claims keep the notifications' spacing however they are woken, unless a full batch has just shown a backlog. A claim
+   * left pending by a notification that found two loops busy ran the moment either finished: under steady ingest
+   * two loops took turns claiming, back to back, what had arrived during the other's batch, and in `serve` that made
+   * batches of 77 events where the spacing allows 250, each paying the same statements (docs/benchmarks.md, "Stop
+   * 47"; test/worker/polling.test.ts). A poll interval shorter than the spacing is a wish for less delay: it wins.
+   */
+  const claimSpacingMs = Math.min(WAKE_COALESCE_MS, options.pollIntervalMs);
+  async function awaitClaimSpacing(): Promise<void> {
+    // runOnce sets lastClaimAt before its first await, so two loops that wake together do not both pass.
+    for (let wait = lastClaimAt + claimSpacingMs - performance.now(); wait > 0 && !stopping;) {
+      await pause(wait);
+      wait = lastClaimAt + claimSpacingMs - performance.now();
+    }
+  }
+
   async function loop(n: number): Promise<void> {
     const sizer = createClaimSizer(options.batchSize);
+    let afterFullBatch = false;
     while (!stopping) {
       let yielded = false;
       try {
+        if (!afterFullBatch) await awaitClaimSpacing();
+        afterFullBatch = false;
+        if (stopping) break;
         wakePending = false;
         const run = runOnce(sizer);
         loopRuns.add(run);
@@ -292,10 +325,14 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
           // A full batch: there is likely more. Slow events: another loop joins this one.
           if (!ran.quick) {
             wakeOne();
+            afterFullBatch = true;
             continue;
           }
           // Quick events: QUICK_LOOPS loops are enough. If that many others run, they claim again when done.
-          if (loopRuns.size < QUICK_LOOPS) continue;
+          if (loopRuns.size < QUICK_LOOPS) {
+            afterFullBatch = true;
+            continue;
+          }
           wakePending = true;
           yielded = true;
         }
@@ -344,6 +381,7 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
       clearTimeout(wakeTimer);
       wakeTimer = undefined;
       wakeAll();
+      for (const done of pauses) done();
       // At the deadline a handler still running is interrupted; its batch releases it and commits.
       const hardStop = setTimeout(() => stopController.abort(), Math.max(0, deadlineMs - 250));
       try {
