@@ -33,11 +33,11 @@ describe.runIf(postgres)('worker polling (postgres)', () => {
   });
 
   // listen false: no notifications, only the poll finds work, as when a notification is missed.
-  const start = async ({ listen = false, pollIntervalMs = POLL_MS, concurrency = 4, registry = createHandlerRegistry() } = {}) => {
+  const start = async ({ listen = false, pollIntervalMs = POLL_MS, concurrency = 4 } = {}) => {
     const metrics = createMetrics({ defaultMetrics: false });
     const worker = createWorker({
       db: store.db,
-      registry,
+      registry: createHandlerRegistry(),
       logger: silentLogger(),
       metrics,
       options: { concurrency, pollIntervalMs, listen },
