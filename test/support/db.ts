@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { createPgDb } from '../../src/db/pg.js';
 import { createPgliteDb } from '../../src/db/pglite.js';
 import { migrate } from '../../src/db/migrate.js';
@@ -82,6 +84,13 @@ export async function availableStoreKinds(): Promise<StoreKind[]> {
   return (await adminUrl()) ? ['postgres', 'pglite'] : ['pglite'];
 }
 
+let template: Promise<Blob> | undefined;
+/** The new data folder global-setup.ts made once for the run: a store starts from it rather than from initdb. */
+function pgliteTemplate(): Promise<Blob> {
+  template ??= fs.readFile(inject('pgliteTemplate')).then((bytes) => new Blob([bytes]));
+  return template;
+}
+
 export async function openTestStore(kind: StoreKind, options: { poolSize?: number; migrate?: boolean } = {}): Promise<TestStore> {
   let store: TestStore;
   if (kind === 'postgres') {
@@ -97,7 +106,7 @@ export async function openTestStore(kind: StoreKind, options: { poolSize?: numbe
       },
     };
   } else {
-    const db = await createPgliteDb({ dataDir: undefined });
+    const db = await createPgliteDb({ dataDir: undefined, initialData: await pgliteTemplate() });
     store = { kind, db, url: undefined, cleanup: () => db.close() };
   }
   if (options.migrate !== false) await migrate(store.db);
