@@ -79,9 +79,19 @@ export interface TestStore {
   cleanup(): Promise<void>;
 }
 
-/** Kinds to run store-parametrised suites against: PGlite always, Postgres when one answers. */
+/**
+ * Kinds to run store-parametrised suites against: PGlite always, Postgres when one answers. POSTROOM_TEST_STORES
+ * (`postgres`, `pglite`, or both, comma-separated) keeps only those: CI runs the suite again on further Node
+ * lines, and there the PGlite twins would run the same WebAssembly a second and third time (.ci/run).
+ */
 export async function availableStoreKinds(): Promise<StoreKind[]> {
-  return (await adminUrl()) ? ['postgres', 'pglite'] : ['pglite'];
+  const kinds: StoreKind[] = (await adminUrl()) ? ['postgres', 'pglite'] : ['pglite'];
+  const only = process.env.POSTROOM_TEST_STORES;
+  if (!only) return kinds;
+  const wanted = only.split(',').map((k) => k.trim());
+  const unknown = wanted.filter((k) => k !== 'postgres' && k !== 'pglite');
+  if (unknown.length > 0) throw new Error(`POSTROOM_TEST_STORES: unknown store ${unknown.join(', ')}; use postgres, pglite or both`);
+  return kinds.filter((k) => wanted.includes(k));
 }
 
 let template: Promise<Blob> | undefined;
