@@ -1,10 +1,12 @@
+import fs from 'node:fs/promises';
 import { PGlite } from '@electric-sql/pglite';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { createPgliteDb } from '../../src/db/pglite.js';
 
 describe('embedded store (PGlite) started from a data folder dump', () => {
   it('holds what the dump held and is its own copy; refuses a dump together with a data folder', async () => {
-    const source = await PGlite.create();
+    // Made from the run's new data folder (test/support/global-setup.ts), not by initdb: 3 to 4 s less.
+    const source = await PGlite.create({ loadDataDir: new Blob([await fs.readFile(inject('pgliteTemplate'))]) });
     await source.exec('CREATE TABLE public.seeded (v int); INSERT INTO public.seeded VALUES (7);');
     const dump = await source.dumpDataDir('none');
     await source.close();

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Queryable } from '../../src/db/types.js';
 import { createHandlerRegistry } from '../../src/events/registry.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { createWorker } from '../../src/worker/worker.js';
 import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
-import { envelope, insertEnvelopes, inboxRow, waitFor } from './support.js';
+import { envelope, insertEnvelopes, inboxRow, waitFor, watchStore } from './support.js';
 
 // Several loops only on Postgres: the embedded store runs one (worker.ts).
 const postgres = (await availableStoreKinds()).includes('postgres');
@@ -132,55 +131,9 @@ describe.runIf(postgres)('worker polling (postgres)', () => {
     registry.on('participant.acted', async () => {
       await sleep(1);
     });
-    // What the worker asked of the store, seen through a proxy over the real one: when each claim began (when the
-    // worker asked for a transaction whose first statement sets the claim's plan), how many events each batch's claim asked for and got, and
-    // when each batch's transaction (the one that takes its inbox_attempts row) committed.
-    const claimStarts: number[] = [];
-    const batchFull = new Map<string, boolean>();
-    const batchEnds: Array<{ at: number; full: boolean }> = [];
-    const nameOf = (sql: unknown): string => (typeof sql === 'object' && sql && 'name' in sql ? String(sql.name) : '');
-    const db = new Proxy(store.db, {
-      get(target, key) {
-        if (key !== 'transaction') return Reflect.get(target, key, target) as unknown;
-        return async <T>(fn: (tx: Queryable) => Promise<T>) => {
-          // When the worker asked for the transaction: under load, a connection or BEGIN can keep it waiting.
-          const asked = performance.now();
-          let limit = 0;
-          let took: string | undefined;
-          const result = await target.transaction((tx) =>
-            fn(
-              new Proxy(tx, {
-                get(inner, k) {
-                  const value = Reflect.get(inner, k, inner) as unknown;
-                  if (typeof value !== 'function') return value;
-                  const call = value as (...a: unknown[]) => Promise<unknown>;
-                  if (k === 'exec')
-                    return (sql: string, ...rest: unknown[]) => {
-                      if (sql.includes('enable_bitmapscan')) claimStarts.push(asked);
-                      return call.call(inner, sql, ...rest);
-                    };
-                  if (k !== 'query') return value;
-                  return async (sql: unknown, params?: unknown[]) => {
-                    const name = nameOf(sql);
-                    if (name.startsWith('postroom_claim_lock_'))
-                      limit = Number(/LIMIT (\d+)\s+FOR NO KEY UPDATE/.exec((sql as { text: string }).text)![1]);
-                    if (name.startsWith('postroom_take_batch_')) took = String(params![0]);
-                    const res = (await call.call(inner, sql, params)) as { rows: Array<{ batch_id?: string }> };
-                    if (name.startsWith('postroom_claim_record_') && res.rows.length > 0)
-                      batchFull.set(res.rows[0]!.batch_id!, res.rows.length >= limit);
-                    return res;
-                  };
-                },
-              }),
-            ),
-          );
-          if (took !== undefined) batchEnds.push({ at: performance.now(), full: batchFull.get(took) ?? false });
-          return result;
-        };
-      },
-    });
+    const watched = watchStore(store.db);
     const worker = createWorker({
-      db,
+      db: watched.db,
       registry,
       logger: silentLogger(),
       options: { concurrency: 4, pollIntervalMs: 600_000, listen: true },
@@ -189,7 +142,7 @@ describe.runIf(postgres)('worker polling (postgres)', () => {
     const acted = (tag: string) =>
       envelope('participant.acted', { correspondence_id: `cor_pace_${tag}`, participant_id: 'p', act: 'read', ref: 'r' });
     try {
-      await waitFor(async () => claimStarts.length >= 4, "the loops' first claims", 5000, 10);
+      await waitFor(async () => watched.claims.length >= 4, "the loops' first claims", 5000, 10);
       await sleep(200);
       const started = performance.now();
       // A burst first, so that one loop's batch outlasts the spacing and a second loop joins it; then four writers,
@@ -212,16 +165,16 @@ describe.runIf(postgres)('worker polling (postgres)', () => {
       const processed = async () =>
         (await store.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbox WHERE status = 'processed'`)).rows[0]!.n;
       await waitFor(async () => (await processed()) === ids.length, 'every event processed', 20_000, 5);
-      const claims = claimStarts.filter((t) => t >= started);
+      const claims = watched.claims.filter((t) => t >= started);
       // Claims less than 40 ms after the one before (the spacing is 50). A loop claims again at once after a full batch
       // (a backlog: under load the 1 ms handlers run slower and batches fill); every other claim keeps the spacing. So
       // a close claim counts only when the batch that last committed before it was not full. On the code before the
       // fix: 13, 5, 11 and 16 close claims of 31 to 52, and 5 and 7 with both cores kept busy by other processes; after
       // it, 0 in every run, loaded or not.
-      const lastEndBefore = (t: number) => batchEnds.filter((e) => e.at <= t).at(-1);
+      const lastEndBefore = (t: number) => watched.batches.filter((b) => b.end <= t).at(-1);
       const close = claims.slice(1).filter((t, i) => t - claims[i]! < 40 && !lastEndBefore(t)?.full).length;
       expect(claims.length).toBeGreaterThan(10);
-      expect(batchEnds.length).toBeGreaterThan(10);
+      expect(watched.batches.length).toBeGreaterThan(10);
       expect(close).toBeLessThanOrEqual(2);
     } finally {
       await worker.stop(1000);

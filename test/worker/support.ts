@@ -99,3 +99,69 @@ export async function createEffectsTable(db: Db | Queryable): Promise<void> {
 
 export const EFFECT_SQL = `INSERT INTO effects (event_id, correspondence_id, seq) VALUES ($1, $2, $3)
   ON CONFLICT (event_id) DO UPDATE SET n = effects.n + 1`;
+
+/** What a worker asked of its store, seen through watchStore: each claim and each batch's transaction. */
+export interface WatchedStore {
+  /** The store to give the worker. */
+  db: Db;
+  /** When the worker asked for each claim's transaction (under load a connection or BEGIN can keep it waiting). */
+  claims: number[];
+  /** Each batch whose transaction committed: when it began and ended, how many events it claimed, and whether the claim was full. */
+  batches: Array<{ start: number; end: number; size: number; full: boolean }>;
+}
+
+const statementName = (sql: unknown): string => (typeof sql === 'object' && sql && 'name' in sql ? String(sql.name) : '');
+
+/**
+ * A proxy over the real store that records the worker's claims and batches by the statements it runs (the claim's
+ * plan settings, its two steps, the batch's take of its inbox_attempts row), so that a test can tell the worker's
+ * rules (a full batch claims again at once; slow events bring more loops in) from a defect.
+ */
+export function watchStore(target: Db): WatchedStore {
+  const claims: number[] = [];
+  const batches: WatchedStore['batches'] = [];
+  const claimed = new Map<string, { size: number; full: boolean }>();
+  const db = new Proxy(target, {
+    get(store, key) {
+      if (key !== 'transaction') return Reflect.get(store, key, store) as unknown;
+      return async <T>(fn: (tx: Queryable) => Promise<T>) => {
+        const asked = performance.now();
+        let limit = 0;
+        let took: string | undefined;
+        const result = await store.transaction((tx) =>
+          fn(
+            new Proxy(tx, {
+              get(inner, k) {
+                const value = Reflect.get(inner, k, inner) as unknown;
+                if (typeof value !== 'function') return value;
+                const call = value as (...a: unknown[]) => Promise<unknown>;
+                if (k === 'exec')
+                  return (sql: string, ...rest: unknown[]) => {
+                    if (sql.includes('enable_bitmapscan')) claims.push(asked);
+                    return call.call(inner, sql, ...rest);
+                  };
+                if (k !== 'query') return value;
+                return async (sql: unknown, params?: unknown[]) => {
+                  const name = statementName(sql);
+                  if (name.startsWith('postroom_claim_lock_'))
+                    limit = Number(/LIMIT (\d+)\s+FOR NO KEY UPDATE/.exec((sql as { text: string }).text)![1]);
+                  if (name.startsWith('postroom_take_batch_')) took = String(params![0]);
+                  const res = (await call.call(inner, sql, params)) as { rows: Array<{ batch_id?: string }> };
+                  if (name.startsWith('postroom_claim_record_') && res.rows.length > 0)
+                    claimed.set(res.rows[0]!.batch_id!, { size: res.rows.length, full: res.rows.length >= limit });
+                  return res;
+                };
+              },
+            }),
+          ),
+        );
+        if (took !== undefined) {
+          const batch = claimed.get(took);
+          batches.push({ start: asked, end: performance.now(), size: batch?.size ?? 0, full: batch?.full ?? false });
+        }
+        return result;
+      };
+    },
+  });
+  return { db, claims, batches };
+}
