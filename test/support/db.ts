@@ -85,12 +85,25 @@ export interface TestStore {
  * lines, and there the PGlite twins would run the same WebAssembly a second and third time (.ci/run).
  */
 export async function availableStoreKinds(): Promise<StoreKind[]> {
-  const kinds: StoreKind[] = (await adminUrl()) ? ['postgres', 'pglite'] : ['pglite'];
-  const only = process.env.POSTROOM_TEST_STORES;
+  return selectStoreKinds((await adminUrl()) !== undefined, process.env.POSTROOM_TEST_STORES);
+}
+
+/**
+ * A kind named in `only` that this machine cannot give is an error, not a skip: a run asked for Postgres
+ * alone would otherwise pass with every store-parametrised suite skipped when Postgres is down.
+ */
+export function selectStoreKinds(postgresAnswers: boolean, only: string | undefined): StoreKind[] {
+  const kinds: StoreKind[] = postgresAnswers ? ['postgres', 'pglite'] : ['pglite'];
   if (!only) return kinds;
   const wanted = only.split(',').map((k) => k.trim());
   const unknown = wanted.filter((k) => k !== 'postgres' && k !== 'pglite');
   if (unknown.length > 0) throw new Error(`POSTROOM_TEST_STORES: unknown store ${unknown.join(', ')}; use postgres, pglite or both`);
+  if (wanted.includes('postgres') && !postgresAnswers) {
+    throw new Error(
+      `POSTROOM_TEST_STORES asks for postgres, but none answers at ${DEFAULT_ADMIN_URL.replace(/\/postgres$/, '')}; ` +
+        'start it (pg_ctlcluster <version> main start) or set DATABASE_URL to an admin URL',
+    );
+  }
   return kinds.filter((k) => wanted.includes(k));
 }
 
