@@ -1,4 +1,4 @@
-import http from 'node:http';
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { systemClock, type Clock } from '../clock.js';
 import type { Config, Role } from '../config/config.js';
@@ -16,6 +16,7 @@ import type { Logger } from '../logging/logger.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { VERSION } from '../version.js';
 import { loadOrCreateDevSecret } from './dev-secret.js';
+import { createClosingServer, type ClosingServer } from './closing-server.js';
 import { createHttpApp, metricsText } from './http-app.js';
 import { createReadiness } from './readiness.js';
 import { createSchemaGate, type SchemaGate } from './schema-gate.js';
@@ -94,6 +95,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   let gate: SchemaGate | undefined;
   let server: http.Server | undefined;
   let metricsServer: http.Server | undefined;
+  let web: ClosingServer | undefined;
+  let metricsWeb: ClosingServer | undefined;
 
   try {
     if (options.migrate !== false) await migrate(db, { logger });
@@ -130,7 +133,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       ...(config.metricsPort === undefined ? { metrics: scrape } : {}),
     });
 
-    server = http.createServer(
+    web = createClosingServer(
       {
         requestTimeout: config.ingress.requestTimeoutMs,
         headersTimeout: Math.min(config.ingress.requestTimeoutMs, 10_000),
@@ -141,11 +144,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       // Every /webhooks target is answered by the framework-free handler; probes, metrics and 404s by the app.
       ingress ? (req, res) => ingress.handler(req, res, () => app(req, res)) : app,
     );
+    server = web.server;
     server.keepAliveTimeout = 5000;
     server.maxHeadersCount = 200;
     await listen(server, config.ingress.port, config.ingress.host);
     if (config.metricsPort !== undefined) {
-      metricsServer = http.createServer((req, res) => {
+      metricsWeb = createClosingServer({}, (req, res) => {
         if (req.url !== '/metrics') {
           res.writeHead(404).end();
           return;
@@ -155,6 +159,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           (err) => res.writeHead(500).end(describeError(err)),
         );
       });
+      metricsServer = metricsWeb.server;
       await listen(metricsServer, config.metricsPort, config.ingress.host);
     }
 
@@ -192,7 +197,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     const port = (server.address() as AddressInfo).port;
     const host = config.ingress.host.includes(':') ? `[${config.ingress.host}]` : config.ingress.host;
     let closing: Promise<void> | undefined;
-    const srv = server;
+    const closingWeb = web;
     return {
       url: `http://${host}:${port}`,
       port,
@@ -203,8 +208,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         closing ??= (async () => {
           const deadline = Date.now() + config.shutdownTimeoutMs;
           readiness.setDraining();
-          await closeServer(srv, Math.max(100, deadline - Date.now() - 1000));
-          if (metricsServer) await closeServer(metricsServer, 500);
+          await closingWeb.close(Math.max(100, deadline - Date.now() - 1000));
+          if (metricsWeb) await metricsWeb.close(500);
           await writer?.close();
           await endpointSecrets?.close().catch(() => undefined);
           // Components still waiting for migrations never start; one starting now finishes first, then stops.
@@ -248,17 +253,5 @@ function listen(server: http.Server, port: number, host: string): Promise<void> 
       server.off('error', onError);
       resolve();
     });
-  });
-}
-
-/** Stops accepting, lets in-flight requests finish, then cuts what is left at the deadline. */
-function closeServer(server: http.Server, graceMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
-    server.close(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-    server.closeIdleConnections();
   });
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { request } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import { sign, type SignedPayloadScheme } from '../../src/signature/index.js';
 
 export interface Envelope {
@@ -27,6 +27,8 @@ export interface PostOptions {
   headers?: Record<string, string>;
   /** Send these bytes instead of JSON.stringify(event). */
   body?: Buffer | string;
+  /** undici's global dispatcher when absent. */
+  dispatcher?: Dispatcher;
 }
 
 export interface PostResult {
@@ -53,6 +55,7 @@ export async function postEvent(url: string, event: Envelope | null, options: Po
       ...options.headers,
     },
     body,
+    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
   });
   const text = await res.body.text();
   let parsed: PostResult['body'] = {};
