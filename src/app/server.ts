@@ -93,8 +93,6 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   let writer: InboxWriter | undefined;
   const components: Component[] = [];
   let gate: SchemaGate | undefined;
-  let server: http.Server | undefined;
-  let metricsServer: http.Server | undefined;
   let web: ClosingServer | undefined;
   let metricsWeb: ClosingServer | undefined;
 
@@ -144,7 +142,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       // Every /webhooks target is answered by the framework-free handler; probes, metrics and 404s by the app.
       ingress ? (req, res) => ingress.handler(req, res, () => app(req, res)) : app,
     );
-    server = web.server;
+    const server = web.server;
     server.keepAliveTimeout = 5000;
     server.maxHeadersCount = 200;
     await listen(server, config.ingress.port, config.ingress.host);
@@ -159,8 +157,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           (err) => res.writeHead(500).end(describeError(err)),
         );
       });
-      metricsServer = metricsWeb.server;
-      await listen(metricsServer, config.metricsPort, config.ingress.host);
+      await listen(metricsWeb.server, config.metricsPort, config.ingress.host);
     }
 
     const deps: ComponentDeps = { config, db, logger, metrics, clock };
@@ -230,8 +227,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     await gate?.done.catch(() => undefined);
     for (const c of components) await c.stop(1000).catch(() => undefined);
     await endpointSecrets?.close().catch(() => undefined);
-    if (server?.listening) server.close();
-    if (metricsServer?.listening) metricsServer.close();
+    if (web?.server.listening) web.server.close();
+    if (metricsWeb?.server.listening) metricsWeb.server.close();
     if (ownsDb) await db.close().catch(() => undefined);
     throw err;
   }
