@@ -123,4 +123,55 @@ describe.runIf(postgres)('worker loops (postgres)', () => {
     const crowded = samples.filter((s) => s.others > 1).length;
     expect(crowded).toBeGreaterThanOrEqual(samples.length * 0.3);
   }, 90_000);
+
+  it('a poll brings another loop in when both quick loops are stuck in batches that overran', async () => {
+    // Once batches have been quick, polls hold back while two loops run: they will claim again when done. Unless a
+    // batch outlasts what quick events would take (worker.ts, moreLoopsWanted): here both running loops stop on
+    // one event each, with the backlog behind them, and only a third loop's poll can take it on. Without that
+    // check the polls sleep on while the two wait, and nothing else is processed.
+    const count = 400;
+    const armAfter = 100;
+    await insertEnvelopes(
+      store.db,
+      Array.from({ length: count }, (_, i) =>
+        envelope('participant.acted', { correspondence_id: `cor_${i}`, participant_id: 'p', act: 'read', ref: `r${i}` }),
+      ),
+    );
+    let handled = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const stuck = new Set<string>();
+    const registry = createHandlerRegistry();
+    registry.on('participant.acted', async (_event, ctx) => {
+      handled++;
+      if (handled <= armAfter || stuck.size >= 2) return;
+      // One event in each of two batches: a batch is one transaction.
+      const tx = (await ctx.tx.query<{ x: string }>('SELECT txid_current()::text AS x')).rows[0]!.x;
+      if (stuck.has(tx) || stuck.size >= 2) return;
+      stuck.add(tx);
+      await gate;
+    });
+    const worker = createWorker({
+      db: store.db,
+      registry,
+      logger: silentLogger(),
+      options: { concurrency: 4, batchSize: 10, pollIntervalMs: 20, listen: false },
+    });
+    await worker.start();
+    try {
+      await waitFor(async () => stuck.size === 2, 'two batches stuck', 20_000, 10);
+      // Every event but the two batches' own, at most 2 x 10, is processed while they wait.
+      await waitFor(
+        async () => ((await countByStatus(store.db)).processed ?? 0) >= count - 20,
+        'the backlog processed past the two stuck batches',
+        20_000,
+        50,
+      );
+      expect(stuck.size).toBe(2);
+    } finally {
+      release();
+      await waitFor(async () => (await countByStatus(store.db)).processed === count, `all ${count} events processed`, 20_000, 50);
+      await worker.stop(2000);
+    }
+  }, 90_000);
 });
