@@ -19,6 +19,7 @@ export type { DrainResult } from './worker/worker.js';
 export { EventError, type EventErrorCode, type EventErrorContext, type OnErrorHook } from './events/event-error.js';
 export type { NodeWebhookHandler } from './ingress/ingress.js';
 export { captureRawBody } from './ingress/router.js';
+export { createClosingServer, type ClosingServer } from './app/closing-server.js';
 export { staticSecrets, type SecretProvider, type SecretSet } from './secrets/secret-provider.js';
 export { createForwarder, type Forwarder, type ForwarderOptions } from './worker/forwarder.js';
 export { replayEvent, replayMatching, type ReplayOneResult, type ReplaySummary } from './worker/replay.js';
