@@ -1,9 +1,13 @@
 import http from 'node:http';
 import net, { type Socket } from 'node:net';
+import { PostroomError } from '../errors.js';
 
 export interface ClosingServer {
   server: http.Server;
-  /** Stops accepting, lets in-flight requests finish, then cuts what is left after `graceMs`. */
+  /**
+   * Stops accepting, lets in-flight requests finish, then cuts what is left after `graceMs` (0 to 2^31 - 1;
+   * anything else rejects with `invalid_argument` and leaves the server serving). Calls after the first share its close.
+   */
   close(graceMs: number): Promise<void>;
 }
 
@@ -33,6 +37,14 @@ export function createClosingServer(options: http.ServerOptions, listener: http.
   return {
     server,
     close(graceMs) {
+      // setTimeout takes NaN, a negative, Infinity or anything past 2^31 - 1 ms as 1 ms: a wish for a long grace would cut at once.
+      if (typeof graceMs !== 'number' || !(graceMs >= 0 && graceMs <= MAX_TIMER_MS))
+        return Promise.reject(
+          new PostroomError(
+            'invalid_argument',
+            `graceMs must be a number of milliseconds from 0 to ${MAX_TIMER_MS}, got ${String(graceMs)}`,
+          ),
+        );
       closed ??= new Promise<void>((resolve) => {
         server.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
           res.shouldKeepAlive = false;
@@ -59,6 +71,8 @@ export function createClosingServer(options: http.ServerOptions, listener: http.
     },
   };
 }
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Longer than a busy sender leaves a connection between two requests; short enough not to hold up a stop. */
 const IDLE_GRACE_MS = 250;

@@ -63,6 +63,17 @@ describe('createClosingServer', () => {
     expect(answered()).toBe(2);
   });
 
+  it('refuses a grace that a timer would take as 1 ms, and keeps serving', async () => {
+    const { web, send } = await start(1);
+    for (const grace of [Number.NaN, -1, Number.POSITIVE_INFINITY, 2 ** 31, '5000' as unknown as number]) {
+      await expect(web.close(grace), String(grace)).rejects.toMatchObject({ code: 'invalid_argument' });
+    }
+    expect(web.server.listening).toBe(true);
+    expect(await send('/')).toEqual({ status: 200, connection: 'keep-alive' });
+    await web.close(0);
+    expect(web.server.listening).toBe(false);
+  });
+
   it('closes a connection that stays idle, without waiting for its grace', async () => {
     // Kept alive for as long as the client likes (undici's own default is 4 s): only the close can end it.
     const { web, send } = await start(1, 600_000);
