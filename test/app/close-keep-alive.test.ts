@@ -2,21 +2,11 @@ import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/app/server.js';
 import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
-import { makeEvent, postEvent } from '../support/events.js';
+import { startBusySenders } from '../support/busy-senders.js';
 import { startReceiver, TEST_SECRET } from '../support/receiver.js';
 
 const kind = (await availableStoreKinds())[0]!;
 const SENDERS = 8;
-
-interface Answer {
-  eventId: string;
-  /** Sent after close() was called (this process runs both ends, so the order is exact). */
-  sentWhileClosing: boolean;
-  /** Answered after close() was called. */
-  answeredWhileClosing: boolean;
-  status: number;
-  connection: string | undefined;
-}
 
 /**
  * The service keeps its connections to an endpoint open and busy. A server that keeps answering on them
@@ -41,38 +31,12 @@ describe(`closing under keep-alive load (${kind})`, () => {
   });
 
   it('answers every request that arrives while closing with Connection: close, and ends when those in flight are answered', async () => {
-    const answers: Answer[] = [];
-    const failures: string[] = [];
-    let closing = false;
-    let closed = false;
-    const senders = Array.from({ length: SENDERS }, async () => {
-      while (!closed) {
-        const event = makeEvent();
-        const sentWhileClosing = closing;
-        try {
-          const r = await postEvent(`${server.url}/webhooks`, event, { secret: TEST_SECRET, dispatcher: agent });
-          const connection = r.headers.connection;
-          answers.push({
-            eventId: event.event_id,
-            sentWhileClosing,
-            answeredWhileClosing: closing,
-            status: r.status,
-            connection: typeof connection === 'string' ? connection.toLowerCase() : undefined,
-          });
-        } catch (err) {
-          const code = (err as { code?: string }).code ?? (err as Error).message;
-          // Once the listener is closed, a new connection is refused: that is the door closing, not a cut.
-          if (!(sentWhileClosing && code === 'ECONNREFUSED'))
-            failures.push(`${sentWhileClosing ? 'sent while closing' : 'sent before'}: ${code}`);
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-      }
-    });
-    while (answers.length < 200) await new Promise((resolve) => setTimeout(resolve, 10));
-    closing = true;
+    const senders = startBusySenders({ url: `${server.url}/webhooks`, secret: TEST_SECRET, agent, count: SENDERS });
+    const { answers, failures } = senders;
+    await senders.answered(200);
+    senders.closing();
     await server.close();
-    closed = true;
-    await Promise.all(senders);
+    await senders.stop();
 
     expect(answers.filter((a) => !a.answeredWhileClosing).every((a) => a.status === 200)).toBe(true);
     const whileClosing = answers.filter((a) => a.answeredWhileClosing);

@@ -3,7 +3,7 @@ import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClosingServer, createPostroom } from '../../src/index.js';
 import { openDefaultTestStore, type TestStore } from '../support/db.js';
-import { makeEvent, postEvent } from '../support/events.js';
+import { startBusySenders } from '../support/busy-senders.js';
 
 const SECRET = 'whsec_host_close_0123456789abcdef';
 const SENDERS = 8;
@@ -31,36 +31,18 @@ describe('a host app closing with createClosingServer from the public entry', ()
     await new Promise<void>((resolve) => web.server.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(web.server.address() as AddressInfo).port}/webhooks`;
 
-    const acked: string[] = [];
-    const failures: string[] = [];
-    let closing = false;
-    let closed = false;
-    const senders = Array.from({ length: SENDERS }, async () => {
-      while (!closed) {
-        const event = makeEvent();
-        const sentWhileClosing = closing;
-        try {
-          const res = await postEvent(url, event, { secret: SECRET, dispatcher: agent });
-          if (res.status === 200) acked.push(event.event_id);
-          else failures.push(`status ${res.status}`);
-        } catch (err) {
-          // Once the listener is closed a new connection is refused: the door closing, not a request cut.
-          const code = (err as { code?: string }).code ?? (err as Error).message;
-          if (!(sentWhileClosing && code === 'ECONNREFUSED')) failures.push(code);
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-      }
-    });
-    while (acked.length < 100) await new Promise((resolve) => setTimeout(resolve, 10));
-    closing = true;
+    const senders = startBusySenders({ url, secret: SECRET, agent, count: SENDERS });
+    await senders.answered(100);
+    senders.closing();
     // The grace is far longer than this test's time-out: only the answers themselves can end the close in time.
     await web.close(600_000);
-    closed = true;
-    await Promise.all(senders);
+    await senders.stop();
     await postroom.stop(1000);
 
     expect(web.server.listening).toBe(false);
-    expect(failures).toEqual([]);
+    expect(senders.failures).toEqual([]);
+    expect(senders.answers.every((a) => a.status === 200)).toBe(true);
+    const acked = senders.answers.map((a) => a.eventId);
     const stored = await store.db.query<{ n: number }>('SELECT count(*)::int AS n FROM inbox WHERE event_id = ANY($1::text[])', [acked]);
     expect(stored.rows[0]!.n).toBe(acked.length);
   }, 30_000);
