@@ -9,7 +9,8 @@
  * gets the migrations of its own build, so builds with different schemas compare too); `serve` is every role in one
  * process, the worker with the projection included, and counts what it stored, as ingress does, with
  * what it finished beside it (a change that slows the worker can raise the stored rate);
- * `ingress+--flag` adds Node options), CPU_SECONDS, CPU_RUNS, CPU_PROF_DIR (every
+ * `ingress+--flag` adds Node options; `ingress-inbox_ordering_idx` runs it on an inbox without that index, more
+ * joined by `-`, which is what the index costs ingest), CPU_SECONDS, CPU_RUNS, CPU_PROF_DIR (every
  * receiver's process writes a --cpu-prof profile there).
  *
  * CPU_SLICES=n is the A/B mode for a noisy machine: every receiver runs at once,

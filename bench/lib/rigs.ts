@@ -62,14 +62,43 @@ export function buildRoot(key: string): string | undefined {
 }
 
 /**
+ * The inbox indexes a receiver key leaves out (`ingress-inbox_ordering_idx`, more joined by `-`): its receiver writes
+ * into an inbox without them, which is what those indexes cost ingest, with postroom's own request path in front
+ * (docs/benchmarks.md, "Stop 52"). The worker's claim reads them, so such a schema measures ingest only.
+ */
+export function droppedIndexes(key: string): string[] {
+  const [, ...indexes] = key.split('+')[0]!.split('@')[0]!.split('-');
+  for (const index of indexes) {
+    if (!/^inbox_[a-z0-9_]+$/.test(index))
+      throw new Error(`${key}: "${index}" is not an inbox index name; write e.g. ingress-inbox_ordering_idx`);
+  }
+  return indexes;
+}
+
+/**
  * A database for one receiver, migrated by the migrations of the build it runs: a build that changes the
- * schema (migrations/012) is compared with one before it, each on its own schema.
+ * schema (migrations/012) is compared with one before it, each on its own schema; then without the indexes the
+ * key leaves out.
  */
 export async function prepareDatabase(key = ''): Promise<BenchDatabase> {
   const database = await benchDatabase();
   const setup = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
   const root = buildRoot(key);
-  await migrate(setup, root === undefined ? {} : { dir: path.join(root, 'migrations') });
+  try {
+    await migrate(setup, root === undefined ? {} : { dir: path.join(root, 'migrations') });
+    for (const index of droppedIndexes(key)) {
+      const found = await setup.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_indexes WHERE schemaname = $1 AND tablename = 'inbox' AND indexname = $2`,
+        [setup.schema, index],
+      );
+      if (found.rows[0]!.n !== 1) throw new Error(`${key}: the migrated inbox has no index ${index}`);
+      await setup.exec(`DROP INDEX ${setup.schema}.${index}`);
+    }
+  } catch (err) {
+    await setup.close();
+    await database.drop();
+    throw err;
+  }
   await setup.exec(
     `CREATE TABLE ref_pk (event_id text PRIMARY KEY, body bytea NOT NULL);
      CREATE TABLE ref_pk_hash (event_id text NOT NULL, body bytea NOT NULL, EXCLUDE USING hash (event_id WITH =));
