@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { stop } from './lib/processes.js';
-import { prepareDatabase, SECRET, startReceiver, tableOf } from './lib/rigs.js';
+import { prepareDatabase, refuseDroppedIndexes, SECRET, startReceiver, tableOf } from './lib/rigs.js';
 import { cachedRequests, requireWrk, runWrk } from './lib/wrk.js';
 
 interface ProfileNode {
@@ -61,6 +61,7 @@ const signal = (pid: number | undefined): void => {
 };
 
 requireWrk();
+refuseDroppedIndexes(keys, 'measure it with bench/cpu.ts and CPU_SLICES=n');
 const { database, setup, refUrl, release } = await prepareDatabase();
 const warm = cachedRequests(120_001, SECRET);
 const load = cachedRequests(seconds * 60_000, SECRET);

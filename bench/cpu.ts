@@ -24,7 +24,7 @@ import fs from 'node:fs';
 import type pg from 'pg';
 import { sampleRss, stop } from './lib/processes.js';
 import { median } from './lib/receivers.js';
-import { prepareDatabase, SECRET, startReceiver, tableOf, type BenchDatabase } from './lib/rigs.js';
+import { prepareDatabase, refuseDroppedIndexes, SECRET, startReceiver, tableOf, type BenchDatabase } from './lib/rigs.js';
 import { cachedRequests, requireWrk, runWrk } from './lib/wrk.js';
 
 const TICK = 100; // clock ticks per second on Linux
@@ -296,6 +296,7 @@ async function alternate(): Promise<void> {
 
 /** The original mode: one receiver at a time, each run fresh. */
 async function oneAtATime(): Promise<void> {
+  refuseDroppedIndexes(keys, 'run it with CPU_SLICES=n');
   const { database, setup, admin, refUrl, release } = await prepareDatabase();
   const port = 19_500 + Math.floor(Math.random() * 400);
   const reqs = cachedRequests(seconds * 60_000, SECRET);

@@ -75,6 +75,12 @@ export function droppedIndexes(key: string): string[] {
   return indexes;
 }
 
+/** For a bench that runs every receiver on one database, where a key that leaves indexes out would be ignored. */
+export function refuseDroppedIndexes(keys: readonly string[], instead: string): void {
+  const key = keys.find((k) => droppedIndexes(k).length > 0);
+  if (key !== undefined) throw new Error(`${key} leaves inbox indexes out, which needs a database per receiver: ${instead}`);
+}
+
 /**
  * A database for one receiver, migrated by the migrations of the build it runs: a build that changes the
  * schema (migrations/012) is compared with one before it, each on its own schema; then without the indexes the
