@@ -2,7 +2,9 @@ import http from 'node:http';
 import net, { type Socket } from 'node:net';
 import { PostroomError } from '../errors.js';
 
+/** A node:http server that closes under senders' keep-alive load without cutting a request (createClosingServer). */
 export interface ClosingServer {
+  /** Listen on it as on any node:http server; close it through close(), not server.close(). */
   server: http.Server;
   /**
    * Stops accepting, lets in-flight requests finish, then cuts what is left after `graceMs` (0 to 2^31 - 1;
