@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type express from 'express';
+import express from 'express';
 import { systemClock, type Clock } from '../clock.js';
 import type { Db } from '../db/types.js';
 import type { OnErrorHook } from '../events/event-error.js';
@@ -80,14 +80,17 @@ export function createIngress(options: IngressOptions): Ingress {
     onError: options.onError,
   });
   const post = createWebhookHandler({ core, logger, maxBodyBytes, metrics });
-  return {
-    handler: routeWebhooks(post, options.path ?? INGRESS_DEFAULTS.path),
-    router: createIngressRouter({ core, logger, maxBodyBytes, metrics, handler: post }),
-    writer,
-  };
+  const router = createIngressRouter({ core, logger, maxBodyBytes, metrics, handler: post });
+  return { handler: routeWebhooks(post, options.path ?? INGRESS_DEFAULTS.path, router), router, writer };
 }
 
 const QUERY_OR_FRAGMENT = /[?#]/;
+/**
+ * What makes Express's URL parser (parseurl) give up its plain split and call
+ * url.parse, whose reading differs: it takes `//user@host` in the target after
+ * the mount prefix as an authority, and an absolute-form target by its path.
+ */
+const PARSED_BY_URL_PARSE = /[#\t\n\f\r \u00a0\ufeff]/;
 const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
@@ -96,14 +99,25 @@ const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\
  * without regard to case, one segment is the endpoint id (percent-decoded; one
  * that does not decode names no endpoint), and each route takes one trailing
  * slash (so `{path}//` is the root route, as Express's non-strict routing has it).
+ * The rare target Express would read with url.parse goes through Express itself,
+ * the router mounted at `path` as a host app mounts it: that reading has too many
+ * quirks to copy, and a copy would drift.
  */
-function routeWebhooks(post: WebhookHandler, path: string): NodeWebhookHandler {
+function routeWebhooks(post: WebhookHandler, path: string, router: express.Router): NodeWebhookHandler {
   const base = path.replace(/\/+$/, '');
+  const mounted = express.Router();
+  mounted.use(base === '' ? '/' : base, router);
   const prefix = new RegExp(`^${escapeRegExp(base)}(?=/|$)`, 'i');
   const methodNotAllowed = (res: ServerResponse): void =>
     sendJson(res, 405, errorBody('method_not_allowed', 'Webhooks are delivered with POST.'), { Allow: 'POST' });
+  const notFound = (res: ServerResponse): void => sendJson(res, 404, errorBody('not_found', 'No such route.'));
   return (req, res, next) => {
     const target = req.url ?? '';
+    if (target.charCodeAt(0) !== 0x2f || PARSED_BY_URL_PARSE.test(target)) {
+      // The mounted router answers every error itself: anything reaching here matched no route.
+      mounted(req as express.Request, res as express.Response, () => (next ? next() : notFound(res)));
+      return;
+    }
     const cut = target.search(QUERY_OR_FRAGMENT);
     const pathname = cut === -1 ? target : target.slice(0, cut);
     // test, not exec: no match array per request. Without the u flag, /i matches each character of the
@@ -113,7 +127,7 @@ function routeWebhooks(post: WebhookHandler, path: string): NodeWebhookHandler {
     const segment = rest === undefined || root ? undefined : /^\/([^/]+)\/?$/.exec(rest)?.[1];
     if (rest === undefined || (segment === undefined && !root)) {
       if (next) next();
-      else sendJson(res, 404, errorBody('not_found', 'No such route.'));
+      else notFound(res);
       return;
     }
     let endpointId = segment;

@@ -36,9 +36,15 @@ const segmentChar = fc.constantFrom(
   '%2F',
   '%25',
 );
+// Mostly origin-form; sometimes absolute-form, which a server must accept and Express routes by its path.
+const origin = fc.constantFrom('', '', '', '', 'http://127.0.0.1', 'HTTP://x:1', 'http://u@h', 'http://h?');
 const target = fc
-  .tuple(fc.array(segmentChar, { maxLength: 24 }), fc.option(fc.array(fc.constantFrom(...'x=1&%ZZ;?#'.split('')), { maxLength: 8 })))
-  .map(([seg, query]) => `/webhooks${seg.length ? '/' : ''}${seg.join('')}${query === null ? '' : `?${query.join('')}`}`)
+  .tuple(
+    origin,
+    fc.array(segmentChar, { maxLength: 24 }),
+    fc.option(fc.array(fc.constantFrom(...'x=1&%ZZ;?#'.split('')), { maxLength: 8 })),
+  )
+  .map(([o, seg, query]) => `${o}/webhooks${seg.length ? '/' : ''}${seg.join('')}${query === null ? '' : `?${query.join('')}`}`)
   // A raw space or control would end the request line: Node answers 400 before any code of ours runs.
   // eslint-disable-next-line no-control-regex
   .filter((t) => !/[\s\x00-\x1f]/.test(t));

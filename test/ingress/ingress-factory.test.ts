@@ -7,6 +7,7 @@ import { getInboxEvent } from '../../src/inbox/read-queries.js';
 import { INGRESS_DEFAULTS } from '../../src/ingress/defaults.js';
 import { createIngress, type Ingress } from '../../src/ingress/ingress.js';
 import { staticSecrets } from '../../src/secrets/secret-provider.js';
+import { sign } from '../../src/signature/index.js';
 import { openDefaultTestStore, type TestStore } from '../support/db.js';
 import { makeEvent, postEvent } from '../support/events.js';
 import { errorCode, rawRequest } from '../support/raw-http.js';
@@ -70,6 +71,34 @@ describe('one ingress factory', () => {
       const res = await postEvent(`${bare.url}${path}`, event, { secret: TEST_SECRET });
       expect({ path, status: res.status, body: res.body }).toEqual({ path, status: 200, body: { status: 'accepted' } });
       expect((await getInboxEvent(store.db, event.event_id))?.status).toBe('received');
+    }
+  });
+
+  it('routes an absolute-form target and one with a fragment by their path, as Express does, and hands on what is not a webhook unchanged', async () => {
+    for (const target of ['http://127.0.0.1/webhooks', 'HTTP://x:1/webhooks/ep_1?x=1', '/webhooks/ep_1#f', '/webhooks?x=1#f']) {
+      const event = makeEvent();
+      const body = JSON.stringify(event);
+      const res = await rawRequest(bare.url, 'POST', target, {
+        body,
+        headers: { 'content-type': 'application/json', 'x-service-signature': sign({ secret: TEST_SECRET, body }) },
+      });
+      expect({ target, status: res.status, body: res.body }).toEqual({ target, status: 200, body: JSON.stringify({ status: 'accepted' }) });
+      expect((await getInboxEvent(store.db, event.event_id))?.status).toBe('received');
+    }
+    const seen: string[] = [];
+    const chained = await listen((req, res) =>
+      ingress.handler(req, res, () => {
+        seen.push(req.url ?? '');
+        res.writeHead(204).end();
+      }),
+    );
+    try {
+      for (const target of ['http://x/healthz', '/healthz#f', 'http://x/webhooks/a/b']) {
+        expect((await rawRequest(chained.url, 'GET', target)).status).toBe(204);
+      }
+      expect(seen).toEqual(['http://x/healthz', '/healthz#f', 'http://x/webhooks/a/b']);
+    } finally {
+      await chained.close();
     }
   });
 

@@ -17,6 +17,18 @@ export const BAD_TARGETS = [
   '/webhooks/%ZZ/extra',
   '/webhooks?%ZZ',
   '/webhooks/?x=%ZZ',
+  // A '#' sends Express to url.parse, which reads '//user@host' as an authority once the prefix is cut.
+  '/webhooks//;@:+?#',
+  '/webhooks//a@b#',
+  '/webhooks//a@b/c?x=1#y',
+  '/webhooks/a#b',
+  '/webhooks#',
+  // Absolute-form, which RFC 9112 says a server must accept: Express routes by its path.
+  'http://127.0.0.1/webhooks',
+  'http://127.0.0.1/webhooks/%ZZ',
+  'HTTP://x:1/webhooks/ep_1?x=1',
+  'http://x/webhooks//a@b',
+  'http://x/other',
 ];
 export const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'];
 
