@@ -25,6 +25,16 @@ function listen(listener: http.RequestListener): Promise<{ url: string; close():
   );
 }
 
+/** The handler in front of a stand-in app that notes each target it is handed and answers it 204. */
+function listenChained(ingress: Ingress, seen: string[]): ReturnType<typeof listen> {
+  return listen((req, res) =>
+    ingress.handler(req, res, () => {
+      seen.push(req.url ?? '');
+      res.writeHead(204).end();
+    }),
+  );
+}
+
 describe('one ingress factory', () => {
   let store: TestStore;
   let ingress: Ingress;
@@ -86,12 +96,7 @@ describe('one ingress factory', () => {
       expect((await getInboxEvent(store.db, event.event_id))?.status).toBe('received');
     }
     const seen: string[] = [];
-    const chained = await listen((req, res) =>
-      ingress.handler(req, res, () => {
-        seen.push(req.url ?? '');
-        res.writeHead(204).end();
-      }),
-    );
+    const chained = await listenChained(ingress, seen);
     try {
       for (const target of ['http://x/healthz', '/healthz#f', 'http://x/webhooks/a/b']) {
         expect((await rawRequest(chained.url, 'GET', target)).status).toBe(204);
@@ -131,12 +136,7 @@ describe('one ingress factory', () => {
     ]);
 
     const seen: string[] = [];
-    const chained = await listen((req, res) =>
-      ingress.handler(req, res, () => {
-        seen.push(req.url ?? '');
-        res.writeHead(204).end();
-      }),
-    );
+    const chained = await listenChained(ingress, seen);
     try {
       expect((await rawRequest(chained.url, 'GET', '/healthz')).status).toBe(204);
       expect((await rawRequest(chained.url, 'GET', '/webhooks')).status).toBe(405);
