@@ -95,6 +95,17 @@ describe('one ingress factory', () => {
       expect({ target, status: res.status, body: res.body }).toEqual({ target, status: 200, body: JSON.stringify({ status: 'accepted' }) });
       expect((await getInboxEvent(store.db, event.event_id))?.status).toBe('received');
     }
+    // With no app behind it, such a target that is not a webhook is the handler's own JSON 404.
+    const alone = [];
+    for (const target of ['http://x/healthz', '/healthz#f', 'http://x/webhooks/a/b']) {
+      const r = await rawRequest(bare.url, 'GET', target);
+      alone.push([target, r.status, errorCode(r)]);
+    }
+    expect(alone).toEqual([
+      ['http://x/healthz', 404, 'not_found'],
+      ['/healthz#f', 404, 'not_found'],
+      ['http://x/webhooks/a/b', 404, 'not_found'],
+    ]);
     const seen: string[] = [];
     const chained = await listenChained(ingress, seen);
     try {
