@@ -2,6 +2,7 @@ import pg from 'pg';
 import { PostroomError, StoreUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import { advisoryKey } from './advisory-key.js';
+import { copyIn } from './copy-in.js';
 import { assertSchemaName, DEFAULT_SCHEMA, scopedLockName, searchPath } from './schema.js';
 import { sqlText } from './statement.js';
 import type { Db, Queryable, QueryResult, Session, Sql } from './types.js';
@@ -207,6 +208,19 @@ export function createPgDb(options: PgDbOptions): Db {
       }
     : wrap(pool, undefined, prepare);
 
+  async function copyOnLease(sql: string, data: Buffer): Promise<number> {
+    const { client, release } = await acquire();
+    try {
+      const rows = await copyIn(client, sql, data);
+      release();
+      return rows;
+    } catch (err) {
+      // A failed COPY ends with the connection ready for the next query, like a failed statement.
+      release();
+      throw err;
+    }
+  }
+
   const listeners = new Set<pg.Client>();
 
   return {
@@ -214,11 +228,16 @@ export function createPgDb(options: PgDbOptions): Db {
     schema,
     query: base.query,
     exec: base.exec,
+    copyIn: copyOnLease,
+
+    async copyInWithin(timeoutMs: number, sql: string, data: Buffer): Promise<number> {
+      return boundedQuery(acquire, timeoutMs, (client) => copyIn(client, sql, data));
+    },
 
     async queryWithin<R>(timeoutMs: number, sql: Sql, params?: readonly unknown[]): Promise<QueryResult<R>> {
       // Prepared like any other named() statement: the driver keeps each connection's statements with the
       // connection, so one abandoned at the deadline (destroyed) takes them along and its replacement prepares afresh.
-      return boundedQuery<R>(acquire, timeoutMs, (client) => wrap(client, undefined, prepare).query<R>(sql, params));
+      return boundedQuery(acquire, timeoutMs, (client) => wrap(client, undefined, prepare).query<R>(sql, params));
     },
 
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -355,11 +374,11 @@ export function createPgDb(options: PgDbOptions): Db {
  * half-open, or its backend stopped) is destroyed rather than handed back, so the
  * next statement runs on another one. Waiting for a free connection counts too.
  */
-async function boundedQuery<R>(
+async function boundedQuery<T>(
   acquire: () => Promise<{ client: pg.PoolClient; release(destroy?: boolean): void }>,
   timeoutMs: number,
-  run: (client: pg.PoolClient) => Promise<QueryResult<R>>,
-): Promise<QueryResult<R>> {
+  run: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   let expired = false;
   const deadline = new Promise<never>((_, reject) => {

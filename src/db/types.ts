@@ -16,6 +16,12 @@ export interface Queryable {
   query<R = Record<string, unknown>>(sql: Sql, params?: readonly unknown[]): Promise<QueryResult<R>>;
   /** Several statements without parameters (migrations). */
   exec(sql: string): Promise<void>;
+  /**
+   * `COPY … FROM STDIN` with `data` as its whole input (and any statements after it in `sql`, in the
+   * same implicit transaction); resolves with the rows copied. Only where the store speaks the COPY
+   * protocol outside a transaction (Postgres through its pool): callers check for it and otherwise insert.
+   */
+  copyIn?(sql: string, data: Buffer): Promise<number>;
 }
 
 /** One connection: queries and transactions on it run in order. */
@@ -38,6 +44,8 @@ export interface Db extends Queryable {
    * every one after it. For paths with a promise to keep (ingress acks, probes, scrapes).
    */
   queryWithin<R = Record<string, unknown>>(timeoutMs: number, sql: Sql, params?: readonly unknown[]): Promise<QueryResult<R>>;
+  /** copyIn under the same deadline as queryWithin; absent where copyIn is. */
+  copyInWithin?(timeoutMs: number, sql: string, data: Buffer): Promise<number>;
   /** The schema postroom's tables live in; every connection has it first on its search_path. */
   readonly schema: string;
   /** BEGIN … COMMIT around fn; ROLLBACK when it throws. */
