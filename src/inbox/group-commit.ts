@@ -1,7 +1,7 @@
 import type { Db, Queryable } from '../db/types.js';
 import { describeError, PostroomError, StoreUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
-import { insertInboxBatch } from './insert-queries.js';
+import { createCopyChoice, insertInboxBatch, isDataError } from './insert-queries.js';
 import type { InsertOutcome, NewInboxEvent } from './types.js';
 
 /** Told once of a queued row's outcome: after the commit that holds it (or proves it already existed), or of the failure. */
@@ -57,12 +57,6 @@ interface Waiter {
 
 type Outcome = InsertOutcome | Error;
 
-/** SQLSTATE classes caused by one row's data rather than the store being down. */
-function isDataError(err: unknown): boolean {
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && /^(22|23|54)/.test(code);
-}
-
 /**
  * Group commit: concurrent requests share one multi-row INSERT and one commit.
  * One flush runs at a time; while it runs, new rows queue and go in the next
@@ -84,7 +78,11 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
       : {
           query: (sql, params) => options.db.queryWithin(Math.max(1, flushDeadline - performance.now()), sql, params),
           exec: (sql) => options.db.exec(sql),
+          ...(options.db.copyInWithin
+            ? { copyIn: (sql: string, data: Buffer) => options.db.copyInWithin!(Math.max(1, flushDeadline - performance.now()), sql, data) }
+            : {}),
         };
+  const copy = createCopyChoice();
 
   /**
    * Writes events with distinct ids. A row the store refuses (a value Postgres
@@ -94,7 +92,7 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
   async function write(events: NewInboxEvent[]): Promise<Map<string, Outcome>> {
     const out = new Map<string, Outcome>();
     try {
-      const inserted = await insertInboxBatch(flushStore, events);
+      const inserted = await insertInboxBatch(flushStore, events, copy);
       for (const e of events) out.set(e.eventId, inserted.has(e.eventId) ? 'accepted' : 'duplicate');
       return out;
     } catch (err) {

@@ -1,5 +1,7 @@
 import { arrayLiteral, type ArrayElement } from '../db/array-literal.js';
 import { named } from '../db/statement.js';
+import { PostroomError } from '../errors.js';
+import { COPY_COLUMNS, encodeCopyRows, type CopyRow } from './copy-rows.js';
 import type { Queryable } from '../db/types.js';
 import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
 
@@ -84,6 +86,80 @@ function usualHeaders(
   return { contentType, userAgent };
 }
 
+/**
+ * Rows in Postgres's binary COPY format instead of the statement above: per flush
+ * of 32 rows, 0.78x the statement's Postgres time and 0.9x its WAL (heap rows go in
+ * a page at a time), and no array literals to build (docs/benchmarks.md, "Stop 54").
+ * In the same implicit transaction, the NOTIFY goes out only if the rows commit.
+ *
+ * COPY has no ON CONFLICT: one id already stored fails it whole, and the statement
+ * above runs instead. A flush rarely holds a duplicate, but after an outage the
+ * service's retries can make most flushes hold one, and each refused COPY would be
+ * work thrown away; so after a refusal the writer inserts for a while (CopyChoice).
+ */
+const COPY_SQL = `COPY inbox (${COPY_COLUMNS}) FROM STDIN (FORMAT binary); NOTIFY ${INBOX_CHANNEL}`;
+
+/** SQLSTATE classes caused by the rows rather than the store being down. */
+export function isDataError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(22|23|54)/.test(code);
+}
+
+/** The COPY input for these rows, or undefined when one of them needs the statement. */
+function copyInput(events: readonly NewInboxEvent[]): Buffer | undefined {
+  const rows: CopyRow[] = new Array<CopyRow>(events.length);
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    if (!e.rawBody || e.status !== 'received' || e.lastError !== null) return undefined;
+    const usual = e.headers ? usualHeaders(e.eventId, e.type, e.headers) : undefined;
+    rows[i] = {
+      eventId: e.eventId,
+      type: e.type,
+      occurredAt: e.occurredAt,
+      rawBody: e.rawBody,
+      signatureHeader: e.signatureHeader,
+      headersJson: usual || !e.headers ? null : JSON.stringify(e.headers),
+      contentType: usual?.contentType ?? null,
+      userAgent: usual?.userAgent ?? null,
+      endpointId: e.endpointId,
+      source: e.source,
+      correspondenceId: e.correspondenceId,
+      secretIndex: e.secretIndex,
+      status: e.status,
+    };
+  }
+  return encodeCopyRows(rows);
+}
+
+/** Whether a flush may try COPY: after a refusal, the next flushes insert, for longer after each refusal in a row. */
+export interface CopyChoice {
+  use(): boolean;
+  wrote(): void;
+  refused(): void;
+}
+
+const FIRST_PAUSE = 8;
+const LONGEST_PAUSE = 1024;
+
+export function createCopyChoice(): CopyChoice {
+  let pause = FIRST_PAUSE;
+  let skip = 0;
+  return {
+    use() {
+      if (skip === 0) return true;
+      skip--;
+      return false;
+    },
+    wrote() {
+      pause = FIRST_PAUSE;
+    },
+    refused() {
+      skip = pause;
+      pause = Math.min(LONGEST_PAUSE, pause * 2);
+    },
+  };
+}
+
 const byEventId = (a: NewInboxEvent, b: NewInboxEvent): number => (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0);
 
 /**
@@ -95,11 +171,33 @@ const byEventId = (a: NewInboxEvent, b: NewInboxEvent): number => (a.eventId < b
  * could hold an id the other waits on, a deadlock Postgres ends after
  * deadlock_timeout by failing one flush, whose whole batch is then answered 503.
  * In one order, the first to reach a shared id has already passed every smaller
- * one, so waits never form a cycle.
+ * one, so waits never form a cycle. COPY keeps that order too.
+ *
+ * With `copy` (ingress's writer passes one) and a store that speaks COPY outside a
+ * transaction, the batch goes in by COPY_SQL first and by the statement when COPY
+ * is refused; every other writer (the reconciler, in its transaction) inserts.
  */
-export async function insertInboxBatch(q: Queryable, unordered: readonly NewInboxEvent[]): Promise<Set<string>> {
+export async function insertInboxBatch(q: Queryable, unordered: readonly NewInboxEvent[], copy?: CopyChoice): Promise<Set<string>> {
   if (unordered.length === 0) return new Set();
   const events = unordered.length === 1 ? unordered : [...unordered].sort(byEventId);
+  if (copy && q.copyIn && copy.use()) {
+    const data = copyInput(events);
+    if (data) {
+      try {
+        const rows = await q.copyIn(COPY_SQL, data);
+        if (rows !== events.length) {
+          throw new PostroomError('inbox_copy_inconsistent', `COPY wrote ${rows} of ${events.length} inbox rows`);
+        }
+        copy.wrote();
+        return new Set(events.map((e) => e.eventId));
+      } catch (err) {
+        // A row Postgres refused, or an id already stored (COPY cannot skip it, and writes nothing):
+        // the statement below writes what is new and says what was not, as it always has.
+        if (!isDataError(err)) throw err;
+        copy.refused();
+      }
+    }
+  }
   const n = events.length;
   const cols: ArrayElement[][] = Array.from({ length: 16 }, () => new Array<ArrayElement>(n));
   const bodies: Uint8Array[] = [];

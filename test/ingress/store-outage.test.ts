@@ -86,7 +86,7 @@ describe.skipIf(!pg)('ingress when the store is cut off (Postgres behind a TCP p
     expect(stored.rows.length).toBe(acked.length);
   });
 
-  it('answers 503 when the store is slower than the ack budget, and the retry after it catches up is a duplicate', async () => {
+  it('answers 503 when the store is slower than the ack budget, and the retry after it catches up is stored once', async () => {
     // Another session holds the inbox table: the insert waits, past POSTROOM_ACK_TIMEOUT_MS (1.5 s here).
     const blocker = createPgDb({ url: database.url, poolSize: 1, logger: silentLogger() });
     const e = makeEvent();
@@ -113,13 +113,17 @@ describe.skipIf(!pg)('ingress when the store is cut off (Postgres behind a TCP p
       await locking;
       await blocker.close();
     }
-    // The write that timed out still commits once the lock is gone; the sender's retry finds it.
+    // The write that timed out may still commit once the lock is gone, or not: its connection was
+    // abandoned, and whether Postgres finishes the statement before it notices depends on the statement
+    // (a COPY and the NOTIFY after it, or one INSERT). Either way the sender's retry is answered 200 and
+    // the event is stored once.
     let retry = await postEvent(hook, e, { secret: TEST_SECRET });
     for (let i = 0; i < 20 && retry.status !== 200; i++) {
       await new Promise((r) => setTimeout(r, 100));
       retry = await postEvent(hook, e, { secret: TEST_SECRET });
     }
-    expect(retry).toMatchObject({ status: 200, body: { status: 'duplicate' } });
+    expect(retry.status).toBe(200);
+    expect(['accepted', 'duplicate']).toContain((retry.body as { status: string }).status);
     const rows = await direct.query<{ n: number }>('SELECT count(*)::int AS n FROM inbox WHERE event_id = $1', [e.event_id]);
     expect(rows.rows[0]!.n).toBe(1);
   });
