@@ -318,6 +318,38 @@ describe.runIf(onPostgres)('inbox rows by binary COPY', () => {
     }
   });
 
+  it('refuses to call a batch new when COPY reports fewer rows than it was given (a trigger dropped one)', async () => {
+    const store = counting(copied.db);
+    const dropped = `evt_dropped_${randomUUID()}`;
+    const kept = `evt_kept_${randomUUID()}`;
+    await copied.db.exec(`
+      CREATE FUNCTION drop_one() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.event_id = '${dropped}' THEN RETURN NULL; END IF; RETURN NEW; END $$;
+      CREATE TRIGGER drop_one BEFORE INSERT ON inbox FOR EACH ROW EXECUTE FUNCTION drop_one()`);
+    try {
+      const row = (id: string): NewInboxEvent => ({
+        eventId: id,
+        type: 'participant.acted',
+        occurredAt: null,
+        payloadJson: null,
+        rawBody: Buffer.from('{}'),
+        signatureHeader: null,
+        headers: null,
+        endpointId: null,
+        source: 'webhook',
+        correspondenceId: null,
+        secretIndex: null,
+        status: 'received',
+        lastError: null,
+      });
+      await expect(insertInboxBatch(store, [row(dropped), row(kept)], createCopyChoice())).rejects.toMatchObject({
+        code: 'inbox_copy_inconsistent',
+      });
+    } finally {
+      await copied.db.exec('DROP TRIGGER drop_one ON inbox; DROP FUNCTION drop_one()');
+    }
+  });
+
   it('two replicas copying overlapping ids at once store each id once and say so, without a deadlock', async () => {
     const replicaA = createPgDb({ url: copied.url!, poolSize: 2, logger: silentLogger(), connectTimeoutMs: 2000 });
     const replicaB = createPgDb({ url: copied.url!, poolSize: 2, logger: silentLogger(), connectTimeoutMs: 2000 });
