@@ -24,8 +24,9 @@ function queryMessage(text: string): Buffer {
 
 /**
  * `COPY … FROM STDIN` with the whole input already in hand, as a custom query for
- * pg (its Submittable): the statement, one CopyData message and CopyDone. A stream (pg-copy-streams) is for input that does not
- * fit in memory; a flush's rows always do, and are one buffer already.
+ * pg (its Submittable): the statement, one CopyData message and CopyDone. A stream
+ * (pg-copy-streams) is for input that does not fit in memory; a flush's rows
+ * always do, and are one buffer already.
  *
  * `text` may hold statements after the COPY (simple-query protocol): they run in
  * the same implicit transaction, so a NOTIFY behind it is sent only if the rows

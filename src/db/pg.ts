@@ -211,13 +211,11 @@ export function createPgDb(options: PgDbOptions): Db {
   async function copyOnLease(sql: string, data: Buffer): Promise<number> {
     const { client, release } = await acquire();
     try {
-      const rows = await copyIn(client, sql, data);
+      return await copyIn(client, sql, data);
+    } finally {
+      // A refused COPY leaves the connection ready for the next statement, as a failed statement does;
+      // a lost one is destroyed by the checkout's own error listener.
       release();
-      return rows;
-    } catch (err) {
-      // A failed COPY ends with the connection ready for the next query, like a failed statement.
-      release();
-      throw err;
     }
   }
 
