@@ -10,6 +10,7 @@ import { createCopyChoice, insertInboxBatch } from '../../src/inbox/insert-queri
 import { INBOX_CHANNEL, type NewInboxEvent } from '../../src/inbox/types.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
+import { envelope, toRow } from '../worker/support.js';
 
 /*
  * Ingress flushes go in by binary COPY (src/inbox/copy-rows.ts) where the store is
@@ -122,6 +123,11 @@ const batch = (run: number) =>
     )
     .chain(([ids, any]) => fc.tuple(...ids.map((id) => event(`evt_${run}_${id}`, any ? timestamp : convertible))));
 
+/** A received event as ingress writes it (inboxRowFromEnvelope: the signed bytes kept), with overrides. */
+function received(id: string, overrides: Partial<NewInboxEvent> = {}): NewInboxEvent {
+  return { ...toRow(envelope('participant.acted', { correspondence_id: 'cor_1' }, '2026-11-29T10:00:00Z', id)), ...overrides };
+}
+
 const EVERY_COLUMN = `SELECT event_id, type, occurred_at, payload, raw_body, signature_header, headers, delivery_content_type,
   delivery_user_agent, endpoint_id, source, correspondence_id, secret_index, status, attempts, last_error, processed_at,
   (received_at = next_attempt_at) AS due_on_receipt
@@ -199,21 +205,7 @@ describe.runIf(onPostgres)('inbox rows by binary COPY', () => {
     const store = counting(copied.db);
     const choice = createCopyChoice();
     const [a, b, c] = ['a', 'b', 'c'].map((k) => `evt_dup_${k}_${randomUUID()}`);
-    const row = (id: string): NewInboxEvent => ({
-      eventId: id,
-      type: 'participant.acted',
-      occurredAt: '2026-11-29T10:00:00Z',
-      payloadJson: null,
-      rawBody: Buffer.from(`{"event_id":"${id}"}`),
-      signatureHeader: 't=1,v1=00',
-      headers: null,
-      endpointId: null,
-      source: 'webhook',
-      correspondenceId: 'cor_1',
-      secretIndex: 0,
-      status: 'received',
-      lastError: null,
-    });
+    const row = (id: string) => received(id);
     expect(await insertInboxBatch(store, [row(a!), row(b!)], choice)).toEqual(new Set([a, b]));
     expect(store.copies).toBe(1);
     expect(await insertInboxBatch(store, [row(b!), row(c!)], choice)).toEqual(new Set([c]));
@@ -237,21 +229,7 @@ describe.runIf(onPostgres)('inbox rows by binary COPY', () => {
       await listener.query(`LISTEN ${INBOX_CHANNEL}`);
       const store = counting(copied.db);
       const id = `evt_notify_${randomUUID()}`;
-      const row: NewInboxEvent = {
-        eventId: id,
-        type: 'participant.acted',
-        occurredAt: null,
-        payloadJson: null,
-        rawBody: Buffer.from('{}'),
-        signatureHeader: null,
-        headers: null,
-        endpointId: null,
-        source: 'webhook',
-        correspondenceId: null,
-        secretIndex: null,
-        status: 'received',
-        lastError: null,
-      };
+      const row = received(id, { occurredAt: null, signatureHeader: null, correspondenceId: null, secretIndex: null });
       await insertInboxBatch(store, [row], createCopyChoice());
       expect(store.copies).toBe(1);
       for (let i = 0; i < 100 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
@@ -327,21 +305,7 @@ describe.runIf(onPostgres)('inbox rows by binary COPY', () => {
       BEGIN IF NEW.event_id = '${dropped}' THEN RETURN NULL; END IF; RETURN NEW; END $$;
       CREATE TRIGGER drop_one BEFORE INSERT ON inbox FOR EACH ROW EXECUTE FUNCTION drop_one()`);
     try {
-      const row = (id: string): NewInboxEvent => ({
-        eventId: id,
-        type: 'participant.acted',
-        occurredAt: null,
-        payloadJson: null,
-        rawBody: Buffer.from('{}'),
-        signatureHeader: null,
-        headers: null,
-        endpointId: null,
-        source: 'webhook',
-        correspondenceId: null,
-        secretIndex: null,
-        status: 'received',
-        lastError: null,
-      });
+      const row = (id: string) => received(id, { occurredAt: null });
       await expect(insertInboxBatch(store, [row(dropped), row(kept)], createCopyChoice())).rejects.toMatchObject({
         code: 'inbox_copy_inconsistent',
       });
@@ -354,23 +318,9 @@ describe.runIf(onPostgres)('inbox rows by binary COPY', () => {
     const replicaA = createPgDb({ url: copied.url!, poolSize: 2, logger: silentLogger(), connectTimeoutMs: 2000 });
     const replicaB = createPgDb({ url: copied.url!, poolSize: 2, logger: silentLogger(), connectTimeoutMs: 2000 });
     try {
-      for (let round = 0; round < 20; round++) {
+      for (let round = 0; round < 60; round++) {
         const ids = Array.from({ length: 40 }, (_, i) => `evt_pair_${round}_${i}_${randomUUID()}`);
-        const row = (id: string): NewInboxEvent => ({
-          eventId: id,
-          type: 'participant.acted',
-          occurredAt: '2026-11-29T10:00:00.5+01:00',
-          payloadJson: null,
-          rawBody: Buffer.from(id),
-          signatureHeader: null,
-          headers: null,
-          endpointId: null,
-          source: 'webhook',
-          correspondenceId: 'cor_1',
-          secretIndex: 0,
-          status: 'received',
-          lastError: null,
-        });
+        const row = (id: string) => received(id, { occurredAt: '2026-11-29T10:00:00.5+01:00', rawBody: Buffer.from(id) });
         // Each replica gets 30 of the 40, in its own arrival order; 20 are shared.
         const forA = ids.slice(0, 30).reverse().map(row);
         const forB = ids.slice(10).map(row);
