@@ -314,6 +314,30 @@ describe.runIf(onPostgres)('inbox rows by binary COPY', () => {
     }
   });
 
+  it('gives way at once to another transaction holding the same id: the COPY stops waiting and the statement writes the flush', async () => {
+    // Another writer has inserted the id and not committed. A COPY that waited for it could be waiting in a
+    // cycle (two COPYs of one id each wait for the other); it must give up within its lock timeout instead.
+    const holder = new pg.Client({ connectionString: copied.url });
+    await holder.connect();
+    try {
+      const id = `evt_held_${randomUUID()}`;
+      await holder.query('BEGIN');
+      await holder.query(`INSERT INTO postroom.inbox (event_id, type) VALUES ($1, 'participant.acted')`, [id]);
+      const store = counting(copied.db);
+      const choice = createCopyChoice();
+      const writing = insertInboxBatch(store, [received(id)], choice);
+      // Until the holder ends, the statement waits for it, as a writer must; then the id is new to this flush.
+      await new Promise((r) => setTimeout(r, 500));
+      await holder.query('ROLLBACK');
+      expect(await writing).toEqual(new Set([id]));
+      expect(store.copies).toBe(0);
+      // The COPY was refused, so the next flush inserts.
+      expect(choice.use()).toBe(false);
+    } finally {
+      await holder.end();
+    }
+  });
+
   it('two replicas copying overlapping ids at once store each id once and say so, without a deadlock', async () => {
     const replicaA = createPgDb({ url: copied.url!, poolSize: 2, logger: silentLogger(), connectTimeoutMs: 2000 });
     const replicaB = createPgDb({ url: copied.url!, poolSize: 2, logger: silentLogger(), connectTimeoutMs: 2000 });
