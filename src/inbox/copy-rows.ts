@@ -1,3 +1,5 @@
+import { daysInMonth, digitsAt } from '../events/calendar.js';
+
 /**
  * Inbox rows in Postgres's binary COPY format: each value as its length and its
  * bytes, with no text to escape on our side or to parse on Postgres's. The signed
@@ -35,18 +37,6 @@ const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 const HEADER_BYTES = SIGNATURE.length + 8;
 const EPOCH_2000_MS = Date.UTC(2000, 0, 1);
 const TWO_32 = 4294967296;
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-
-function digits(s: string, i: number, n: number): number {
-  let v = 0;
-  for (let k = 0; k < n; k++) {
-    const d = s.charCodeAt(i + k) - 48;
-    if (!(d >= 0 && d <= 9)) return -1;
-    v = v * 10 + d;
-  }
-  return v;
-}
-
 /**
  * Microseconds since 2000-01-01 UTC, timestamptz's binary value, for
  * `YYYY-MM-DDTHH:MM:SS[.f{1,6}](Z|±HH:MM)` in the years 1970 to 2199; undefined
@@ -56,24 +46,23 @@ function digits(s: string, i: number, n: number): number {
  * where a double holds every microsecond.
  */
 export function timestampMicros(at: string): number | undefined {
-  const year = digits(at, 0, 4);
-  const month = digits(at, 5, 2);
-  const day = digits(at, 8, 2);
-  const hour = digits(at, 11, 2);
-  const minute = digits(at, 14, 2);
-  const second = digits(at, 17, 2);
+  const year = digitsAt(at, 0, 4);
+  const month = digitsAt(at, 5, 2);
+  const day = digitsAt(at, 8, 2);
+  const hour = digitsAt(at, 11, 2);
+  const minute = digitsAt(at, 14, 2);
+  const second = digitsAt(at, 17, 2);
   if ((year | month | day | hour | minute | second) < 0) return undefined;
   if (at[4] !== '-' || at[7] !== '-' || at[10] !== 'T' || at[13] !== ':' || at[16] !== ':') return undefined;
   if (year < 1970 || year > 2199 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
-  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
-  if (day > (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!)) return undefined;
+  if (day > daysInMonth(year, month)) return undefined;
   let i = 19;
   let micros = 0;
   if (at.charCodeAt(i) === 46 /* . */) {
     let n = 0;
-    while (n < 7 && digits(at, i + 1 + n, 1) >= 0) n++;
+    while (n < 7 && digitsAt(at, i + 1 + n, 1) >= 0) n++;
     if (n === 0 || n > 6) return undefined;
-    micros = digits(at, i + 1, n) * 10 ** (6 - n);
+    micros = digitsAt(at, i + 1, n) * 10 ** (6 - n);
     i += 1 + n;
   }
   let offsetMinutes = 0;
@@ -81,8 +70,8 @@ export function timestampMicros(at: string): number | undefined {
   if (zone === 90 /* Z */ && at.length === i + 1) {
     // UTC
   } else if ((zone === 43 /* + */ || zone === 45) /* - */ && at.length === i + 6 && at.charCodeAt(i + 3) === 58) {
-    const oh = digits(at, i + 1, 2);
-    const om = digits(at, i + 4, 2);
+    const oh = digitsAt(at, i + 1, 2);
+    const om = digitsAt(at, i + 4, 2);
     if (oh < 0 || om < 0 || oh > 15 || om > 59) return undefined;
     offsetMinutes = (oh * 60 + om) * (zone === 45 ? -1 : 1);
   } else {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { daysInMonth, digitsAt } from '../events/calendar.js';
 
 /**
  * Turns verified bytes into the fields the inbox needs. Never throws: anything the
@@ -134,21 +135,6 @@ function unstorable(root: unknown): string | undefined {
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-
-/** The digit at i as a number, or -1 (also past the end: NaN fails both comparisons). */
-function digitAt(s: string, i: number): number {
-  const d = s.charCodeAt(i) - 48;
-  return d >= 0 && d <= 9 ? d : -1;
-}
-
-/** Two digits at i as a number, or -1. */
-function twoDigitsAt(s: string, i: number): number {
-  const a = digitAt(s, i);
-  const b = digitAt(s, i + 1);
-  return a < 0 || b < 0 ? -1 : a * 10 + b;
-}
-
 const DASH = 45;
 const COLON = 58;
 
@@ -161,20 +147,20 @@ const COLON = 58;
  * expression's match (an array and ten strings) cost more than the check.
  */
 export function isStorableTimestamp(at: string): boolean {
-  const century = twoDigitsAt(at, 0);
-  const yy = twoDigitsAt(at, 2);
-  const month = twoDigitsAt(at, 5);
-  const day = twoDigitsAt(at, 8);
-  const hour = twoDigitsAt(at, 11);
-  const minute = twoDigitsAt(at, 14);
-  const second = twoDigitsAt(at, 17);
+  const century = digitsAt(at, 0, 2);
+  const yy = digitsAt(at, 2, 2);
+  const month = digitsAt(at, 5, 2);
+  const day = digitsAt(at, 8, 2);
+  const hour = digitsAt(at, 11, 2);
+  const minute = digitsAt(at, 14, 2);
+  const second = digitsAt(at, 17, 2);
   if ((century | yy | month | day | hour | minute | second) < 0) return false;
   if (at.charCodeAt(4) !== DASH || at.charCodeAt(7) !== DASH || at.charCodeAt(10) !== 84 /* T */) return false;
   if (at.charCodeAt(13) !== COLON || at.charCodeAt(16) !== COLON) return false;
   let i = 19;
   if (at.charCodeAt(i) === 46 /* . */) {
     let end = i + 1;
-    while (digitAt(at, end) >= 0) end++;
+    while (digitsAt(at, end, 1) >= 0) end++;
     if (end === i + 1 || end > i + 10) return false;
     i = end;
   }
@@ -182,8 +168,8 @@ export function isStorableTimestamp(at: string): boolean {
   if (zone === 90 /* Z */) {
     if (at.length !== i + 1) return false;
   } else if (zone === 43 /* + */ || zone === DASH) {
-    const offsetHours = twoDigitsAt(at, i + 1);
-    const offsetMinutes = twoDigitsAt(at, i + 4);
+    const offsetHours = digitsAt(at, i + 1, 2);
+    const offsetMinutes = digitsAt(at, i + 4, 2);
     if (offsetHours < 0 || offsetMinutes < 0 || at.charCodeAt(i + 3) !== COLON || at.length !== i + 6) return false;
     if (offsetHours > 15 || offsetMinutes > 59) return false;
   } else {
@@ -191,8 +177,7 @@ export function isStorableTimestamp(at: string): boolean {
   }
   const year = century * 100 + yy;
   if (year < 1 || month < 1 || month > 12 || day < 1) return false;
-  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
-  if (day > (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!)) return false;
+  if (day > daysInMonth(year, month)) return false;
   return hour <= 23 && minute <= 59 && second <= 59;
 }
 
