@@ -7,18 +7,17 @@ interface CopyConnection {
 
 const COPY_DONE = Buffer.from([0x63 /* c */, 0, 0, 0, 4]);
 
-/** A simple-protocol Query message: 'Q', its length, the text and a NUL. Built once per statement. */
-const queryMessages = new Map<string, Buffer>();
+/**
+ * A simple-protocol Query message: 'Q', its length, the text and a NUL. Built per call: a few hundred bytes
+ * once per flush, where a cache keyed by text would grow with every statement an embedder passes to copyIn.
+ */
 function queryMessage(text: string): Buffer {
-  let m = queryMessages.get(text);
-  if (!m) {
-    const body = Buffer.byteLength(text);
-    m = Buffer.alloc(1 + 4 + body + 1);
-    m[0] = 0x51; // Q
-    m.writeInt32BE(4 + body + 1, 1);
-    m.write(text, 5, 'utf8');
-    queryMessages.set(text, m);
-  }
+  const body = Buffer.byteLength(text);
+  const m = Buffer.allocUnsafe(1 + 4 + body + 1);
+  m[0] = 0x51; // Q
+  m.writeInt32BE(4 + body + 1, 1);
+  m.write(text, 5, 'utf8');
+  m[5 + body] = 0;
   return m;
 }
 
