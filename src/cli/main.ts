@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { connectionAdvice } from '../db/connection-advice.js';
 import { VERSION } from '../version.js';
 import type { Env } from '../config/env.js';
 import { describeError, isPostroomError } from '../errors.js';
@@ -96,6 +97,8 @@ export async function main(argv: string[], env: Env, io?: Io): Promise<number> {
       code = typeof err.details?.exitCode === 'number' ? err.details.exitCode : EXIT.error;
     } else {
       realIo.stderr.write(`postroom: unexpected error: ${describeError(err)}\n`);
+      const advice = connectionAdvice(err);
+      if (advice) realIo.stderr.write(`postroom: ${advice}\n`);
       if (env.POSTROOM_DEBUG) realIo.stderr.write(`${(err as Error).stack ?? ''}\n`);
       code = EXIT.error;
     }
