@@ -37,8 +37,9 @@ export interface PgDbOptions {
   /**
    * Run named() statements as protocol-level prepared statements, planned once per
    * connection (default true; always false with the application's `pool`, whose
-   * connections postroom does not own). Turn off behind a pooler in transaction
-   * mode that does not track them (PgBouncer before 1.21, or max_prepared_statements = 0).
+   * connections postroom does not own). Turn off if something between postroom and
+   * Postgres drops them between two uses on one connection. (A pooler in transaction mode
+   * does, but postroom needs session-level connections anyway: README, "Connection poolers".)
    */
   preparedStatements?: boolean;
 }
@@ -51,8 +52,8 @@ const UNBOUNDED_MS = 2 ** 31 - 1;
 
 /**
  * The server no longer has a statement the driver prepared on this connection
- * (26000), or already has one of that name (42P05): a pooler in transaction mode
- * handed the session to another server connection without carrying them over.
+ * (26000), or already has one of that name (42P05): something in between, such as a
+ * pooler in transaction mode, handed the session to another server connection.
  */
 function preparedStatementLost(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
@@ -75,9 +76,10 @@ function wrap(client: pg.Pool | pg.PoolClient | pg.Client, queryTimeoutMs?: numb
         if (prepare && typeof sql !== 'string' && preparedStatementLost(err)) {
           throw new PostroomError(
             'db_prepared_statements_unsupported',
-            'Postgres lost a prepared statement between two uses on the same connection: a pooler in transaction mode ' +
-              'does not carry them over. Set POSTROOM_DB_PREPARED_STATEMENTS=off, or let the pooler track them ' +
-              '(PgBouncer 1.21 or later with max_prepared_statements > 0).',
+            'Postgres lost a prepared statement between two uses on the same connection: something between postroom and ' +
+              'Postgres moved the session to another server connection. A pooler in transaction mode does that, and postroom ' +
+              'needs session-level connections: point DATABASE_URL at Postgres or at a pooler in session mode (README, ' +
+              '"Connection poolers"). For anything else that drops them, set POSTROOM_DB_PREPARED_STATEMENTS=off.',
             { cause: err },
           );
         }
