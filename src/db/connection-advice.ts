@@ -17,7 +17,7 @@ export function connectionAdvice(err: unknown): string | undefined {
     );
   }
   if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH') {
-    return 'Postgres is not reachable there. Is it running, and do the host and port of DATABASE_URL name it? Unset DATABASE_URL to use the embedded store.';
+    return 'Postgres is not reachable there. Is it running, and do the host and port of DATABASE_URL name it?';
   }
   if (code === '28P01' || code === '28000') return 'Postgres refused the login: check the user and password in DATABASE_URL.';
   if (code === '3D000') return 'That database does not exist: create it (createdb), or name another in DATABASE_URL.';
