@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { connectionAdvice } from '../../src/db/connection-advice.js';
 import { adminUrl } from '../support/db.js';
 import { runCli } from '../support/cli.js';
 
@@ -61,5 +62,14 @@ describe('CLI: what to do when Postgres cannot be reached as it should', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/database "postroom_no_such_database" does not exist/);
     expect(r.stderr).toMatch(/create it \(createdb\), or name another in DATABASE_URL/);
+  });
+
+  it('points at the login for a refused password, and stays silent on errors it has no advice for', () => {
+    // Trust auth on the test server cannot refuse a login: the SQLSTATE Postgres sends for one (28P01).
+    expect(connectionAdvice({ code: '28P01', message: 'password authentication failed for user "postroom"' })).toMatch(
+      /check the user and password in DATABASE_URL/,
+    );
+    expect(connectionAdvice(new Error('relation "inbox" does not exist'))).toBeUndefined();
+    expect(connectionAdvice(undefined)).toBeUndefined();
   });
 });
