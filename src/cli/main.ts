@@ -97,7 +97,7 @@ export async function main(argv: string[], env: Env, io?: Io): Promise<number> {
       code = typeof err.details?.exitCode === 'number' ? err.details.exitCode : EXIT.error;
     } else {
       realIo.stderr.write(`postroom: unexpected error: ${describeError(err)}\n`);
-      const advice = connectionAdvice(err);
+      const advice = connectionAdvice(err, env.DATABASE_URL);
       if (advice) realIo.stderr.write(`postroom: ${advice}\n`);
       if (env.POSTROOM_DEBUG) realIo.stderr.write(`${(err as Error).stack ?? ''}\n`);
       code = EXIT.error;

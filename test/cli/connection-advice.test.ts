@@ -65,11 +65,27 @@ describe('CLI: what to do when Postgres cannot be reached as it should', () => {
   });
 
   it('points at the login for a refused password, and stays silent on errors it has no advice for', () => {
+    const db = 'postgres://postroom@db.internal:6543/app';
     // Trust auth on the test server cannot refuse a login: the SQLSTATE Postgres sends for one (28P01).
-    expect(connectionAdvice({ code: '28P01', message: 'password authentication failed for user "postroom"' })).toMatch(
+    expect(connectionAdvice({ code: '28P01', message: 'password authentication failed for user "postroom"' }, db)).toMatch(
       /check the user and password in DATABASE_URL/,
     );
-    expect(connectionAdvice(new Error('relation "inbox" does not exist'))).toBeUndefined();
-    expect(connectionAdvice(undefined)).toBeUndefined();
+    expect(connectionAdvice(new Error('relation "inbox" does not exist'), db)).toBeUndefined();
+    expect(connectionAdvice(undefined, db)).toBeUndefined();
+  });
+
+  it('gives Postgres advice for a network error only when it is about the server DATABASE_URL names', () => {
+    const db = 'postgres://postroom@db.internal:6543/app';
+    const refused = (port: number) => Object.assign(new Error(`connect ECONNREFUSED 10.0.0.5:${port}`), { code: 'ECONNREFUSED', port });
+    expect(connectionAdvice(refused(6543), db)).toMatch(/Postgres is not reachable there/);
+    // Another peer's port (the service's API, a webhook target), or no DATABASE_URL (the embedded store): not Postgres.
+    expect(connectionAdvice(refused(8443), db)).toBeUndefined();
+    expect(connectionAdvice(refused(6543), undefined)).toBeUndefined();
+    expect(connectionAdvice(refused(5432), 'postgres://postroom@db.internal/app')).toMatch(/not reachable/);
+    // A host with several addresses: one error per address, in an AggregateError.
+    expect(connectionAdvice(new AggregateError([refused(6543), refused(6543)], 'connect failed'), db)).toMatch(/not reachable/);
+    const unresolved = (hostname: string) => Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', hostname });
+    expect(connectionAdvice(unresolved('db.internal'), db)).toMatch(/not reachable/);
+    expect(connectionAdvice(unresolved('api.example'), db)).toBeUndefined();
   });
 });
