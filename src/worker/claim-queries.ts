@@ -1,5 +1,4 @@
 import { PostroomError } from '../errors.js';
-import { arrayLiteral } from '../db/array-literal.js';
 import { named } from '../db/statement.js';
 import type { Db, NamedStatement, Queryable } from '../db/types.js';
 import { inFlight } from '../inbox/in-flight.js';
@@ -54,10 +53,25 @@ const HELD_BACK_BY = (e: string, c: string, hold: string): string => `
 const EARLIEST_FIRST = (e: string): string => `ORDER BY ${e}.correspondence_id, ${e}.occurred_at LIMIT 1 OFFSET 0`;
 
 /**
- * Step one: lock up to `limit` candidates, scanned in occurrence order
+ * The claim: up to `limit` runnable events, scanned in occurrence order
  * (inbox_claim_order_idx) so the earliest events of every correspondence come
- * first, skipping those held back by an event that is in another batch or
- * waiting out a backoff. SKIP LOCKED passes over what another claim is taking.
+ * first, skipping those in another batch and those held back by an earlier
+ * event of their correspondence that is in another batch or waiting out a
+ * backoff. Then the candidates that an earlier unfinished event outside them
+ * still holds back are dropped: the hold is not transitive, since an event
+ * whose own hold ran out passes a failing event that a more recent one, between
+ * them, still waits for (test/worker/claim-attempts.test.ts). What remains is
+ * recorded as one inbox_attempts row, which keeps the events out of every other
+ * claim once this transaction commits, and returned from the rows the scan has
+ * already read, in the order they must run.
+ *
+ * One statement, no row locks: claims take turns under CLAIM_LOCK, so this
+ * statement's snapshot, taken once the lock is held, sees every batch recorded
+ * before it. Until migration 015 a claim locked each candidate `FOR NO KEY
+ * UPDATE SKIP LOCKED`, then read every locked row again by its id in a second
+ * statement, whose snapshot followed the locks, to drop what another claim had
+ * taken meanwhile: a lock written on each row, two reads of it and two round
+ * trips (docs/benchmarks.md, "Stop 57").
  *
  * The limit and the hold are written into the text, one statement per worker
  * configuration, not passed as parameters. With them as parameters the plan
@@ -68,90 +82,67 @@ const EARLIEST_FIRST = (e: string): string => `ORDER BY ${e}.correspondence_id, 
  * plan cannot go stale as the inbox grows: with sorts and bitmap scans off
  * (CLAIM_PLAN) the claim-order and ordering indexes are its only paths, at any
  * size, and an ANALYZE of the inbox still makes Postgres plan it again.
+ * `claimable` is materialised, so the batch records and the query returns the
+ * very same rows; the batch also returns its size, which claimBatch checks
+ * before the claim commits.
  */
-function lockCandidatesSql(limit: number, holdSeconds: number): NamedStatement {
+function claimSql(limit: number, holdSeconds: number): NamedStatement {
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`claim limit must be a positive integer, got ${limit}`);
   if (!Number.isFinite(holdSeconds)) throw new RangeError(`ordering hold must be a number of seconds, got ${holdSeconds}`);
   const hold = String(holdSeconds);
   return named(
-    'claim_lock',
+    'claim',
     `
-SELECT c.event_id
-FROM inbox c
-WHERE c.status IN ('received', 'failed')
-  AND c.next_attempt_at <= now()
-  AND NOT ${inFlight('c')}
+WITH candidates AS MATERIALIZED (
+  SELECT c.event_id, c.correspondence_id, c.occurred_at, c.received_at, c.type, c.payload,
+         CASE WHEN c.payload IS NULL THEN c.raw_body END AS raw_body, c.attempts, c.source
+  FROM inbox c
+  WHERE c.status IN ('received', 'failed')
+    AND c.next_attempt_at <= now()
+    AND NOT ${inFlight('c')}
+    ${
+      holdSeconds <= 0
+        ? ''
+        : `AND (c.correspondence_id IS NULL OR NOT EXISTS (
+      SELECT 1 FROM inbox e
+      WHERE ${HELD_BACK_BY('e', 'c', hold)}
+        AND (e.status = 'processing' OR e.next_attempt_at > now() OR ${inFlight('e')})
+      ${EARLIEST_FIRST('e')}))`
+    }
+  ORDER BY c.occurred_at, c.event_id COLLATE "C"
+  LIMIT ${limit}
+),
+claimable AS MATERIALIZED (
+  SELECT c.* FROM candidates c
   ${
     holdSeconds <= 0
       ? ''
-      : `AND (c.correspondence_id IS NULL OR NOT EXISTS (
-        SELECT 1 FROM inbox e
-        WHERE ${HELD_BACK_BY('e', 'c', hold)}
-          AND (e.status = 'processing' OR e.next_attempt_at > now() OR ${inFlight('e')})
-        ${EARLIEST_FIRST('e')}))`
-  }
-ORDER BY c.occurred_at, c.event_id COLLATE "C"
-LIMIT ${limit}
-FOR NO KEY UPDATE OF c SKIP LOCKED`,
-  );
-}
-
-const lockStatements = new Map<string, NamedStatement>();
-function lockCandidatesStatement(limit: number, holdSeconds: number): NamedStatement {
-  const key = `${limit}/${holdSeconds}`;
-  let statement = lockStatements.get(key);
-  if (!statement) lockStatements.set(key, (statement = lockCandidatesSql(limit, holdSeconds)));
-  return statement;
-}
-
-/**
- * Step two, a new statement and so a new snapshot, taken once the locks are
- * ours: any claim that held one of these rows before has committed by now, and
- * its inbox_attempts row is visible here even if step one's snapshot predates
- * it. So a locked event that is busy after all is dropped, as is one that
- * something outside this claim still holds back (earlier events inside the
- * claim are fine: the batch runs them first, in order). What remains is
- * recorded as one inbox_attempts row, which keeps the events out of every other
- * claim once this transaction commits and its row locks are gone.
- *
- * The events come back from the rows this step has already read by key, joined
- * to the batch row: reading the inbox again to return them was a join whose
- * plan, cached on a small inbox, read the whole inbox on every claim
- * (test/worker/plans.test.ts). `claimable` is materialised, so the batch records
- * and the query returns the very same rows; the batch also returns its size,
- * which claimBatch checks before the claim commits.
- */
-const RECORD_CLAIM_SQL = named(
-  'claim_record',
-  `
-WITH locked AS MATERIALIZED (
-  SELECT c.event_id, c.correspondence_id, c.occurred_at, c.received_at, c.type, c.payload,
-         CASE WHEN c.payload IS NULL THEN c.raw_body END AS raw_body, c.attempts, c.source
-  FROM unnest($2::text[]) AS k(event_id)
-  -- One probe of the id's hash index per event (migrations/012). Not event_id = ANY($2): a hash index answers
-  -- a list only through a bitmap scan, which CLAIM_PLAN turns off, and the claim would then read the whole inbox.
-  JOIN inbox c ON c.event_id = k.event_id
-  WHERE c.status COLLATE "C" IN ('received', 'failed') -- by the id, not a partial index (see complete-queries.ts)
-    AND NOT ${inFlight('c')}
-),
-claimable AS MATERIALIZED (
-  SELECT c.* FROM locked c
-  WHERE $3 <= 0 OR c.correspondence_id IS NULL OR NOT EXISTS (
+      : `WHERE c.correspondence_id IS NULL OR NOT EXISTS (
     SELECT 1 FROM inbox e
-    WHERE ${HELD_BACK_BY('e', 'c', '$3')}
-      AND NOT EXISTS (SELECT 1 FROM locked k WHERE k.event_id = e.event_id)
-    ${EARLIEST_FIRST('e')})
+    WHERE ${HELD_BACK_BY('e', 'c', hold)}
+      AND NOT EXISTS (SELECT 1 FROM candidates k WHERE k.event_id = e.event_id)
+    ${EARLIEST_FIRST('e')})`
+  }
 ),
 batch AS (
-  INSERT INTO inbox_attempts (worker_id, event_ids)
-  SELECT $1, array_agg(event_id) FROM claimable HAVING count(*) > 0
+  INSERT INTO inbox_attempts (worker_id, event_ids, claimed_under_lock)
+  SELECT $1, array_agg(event_id), true FROM claimable HAVING count(*) > 0
   RETURNING batch_id, cardinality(event_ids) AS size
 )
 SELECT b.batch_id::text AS batch_id, b.size, c.event_id, c.type, c.payload, c.raw_body,
        c.attempts + 1 AS attempts, c.correspondence_id, c.source, c.received_at
 FROM batch b CROSS JOIN claimable c
 ORDER BY c.occurred_at NULLS FIRST, c.event_id COLLATE "C"`,
-);
+  );
+}
+
+const claimStatements = new Map<string, NamedStatement>();
+function claimStatement(limit: number, holdSeconds: number): NamedStatement {
+  const key = `${limit}/${holdSeconds}`;
+  let statement = claimStatements.get(key);
+  if (!statement) claimStatements.set(key, (statement = claimSql(limit, holdSeconds)));
+  return statement;
+}
 
 export interface ClaimParams {
   workerId: string;
@@ -187,21 +178,29 @@ const CLAIM_PLAN = 'SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = o
 const CLAIM_DURABILITY = 'SET LOCAL synchronous_commit = off';
 
 /**
+ * Claims on one inbox take turns: every worker of every replica waits here,
+ * until the claim before it commits. The key is the inbox table's own, so each
+ * installation (schema) has its own turn, in the two-key space that postroom's
+ * named locks (one bigint) never use. A claim holds it for one statement and
+ * its commit, which does not wait for the disk: 3–5 ms for a few hundred
+ * events, while their batch runs for tens of milliseconds without it.
+ */
+const CLAIM_LOCK = `SELECT pg_advisory_xact_lock('inbox'::regclass::oid::int, 0)`;
+
+/**
  * Claims up to `limit` runnable events in one short transaction that writes one
- * small row and no inbox row. Committed before any handler runs, that row counts
+ * small row and no inbox row, in turn with every other claim on this inbox. Committed before any handler runs, that row counts
  * the attempt of an event that then kills its worker. Returns undefined when
  * nothing was runnable.
  */
 export async function claimBatch(db: Pick<Db, 'transaction'>, p: ClaimParams): Promise<ClaimedBatch | undefined> {
   return db.transaction(async (tx) => {
-    await tx.exec(`${CLAIM_PLAN}; ${CLAIM_DURABILITY}`);
-    const locked = await tx.query<{ event_id: string }>(lockCandidatesStatement(p.limit, p.orderingHoldSeconds), []);
-    if (locked.rows.length === 0) return undefined;
-    const res = await tx.query<ClaimedEvent & { batch_id: string; size: number; raw_body: Uint8Array | null }>(RECORD_CLAIM_SQL, [
-      p.workerId,
-      arrayLiteral(locked.rows.map((r) => r.event_id)),
-      p.orderingHoldSeconds,
-    ]);
+    // The lock in a statement of its own, before the claim's: the claim's snapshot must follow it.
+    await tx.exec(`${CLAIM_PLAN}; ${CLAIM_DURABILITY}; ${CLAIM_LOCK}`);
+    const res = await tx.query<ClaimedEvent & { batch_id: string; size: number; raw_body: Uint8Array | null }>(
+      claimStatement(p.limit, p.orderingHoldSeconds),
+      [p.workerId],
+    );
     if (res.rows.length === 0) return undefined;
     if (res.rows.length !== Number(res.rows[0]!.size)) {
       // Thrown inside the claim's transaction, so the batch row is rolled back with it: no event is left

@@ -131,8 +131,8 @@ describe.each(await availableStoreKinds())('inbox counts on %s', (kind) => {
             );
           } else if (o.kind === 'claim') {
             await store.db.query(
-              `INSERT INTO inbox_attempts (worker_id, event_ids)
-               SELECT 'w', array_agg(event_id) FROM (
+              `INSERT INTO inbox_attempts (worker_id, event_ids, claimed_under_lock)
+               SELECT 'w', array_agg(event_id), true FROM (
                  SELECT event_id FROM inbox WHERE status IN ('received', 'failed')
                    AND event_id NOT IN (SELECT unnest(event_ids) FROM inbox_attempts) ORDER BY event_id LIMIT $1) c
                HAVING count(*) > 0`,

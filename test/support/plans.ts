@@ -7,6 +7,8 @@ export interface PlanNode {
   'Relation Name'?: string;
   'Index Name'?: string;
   'Index Cond'?: string;
+  /** Set on the plan of a CTE or subquery: `CTE <name>`, `SubPlan n`. */
+  'Subplan Name'?: string;
   Plans?: PlanNode[];
 }
 

@@ -78,8 +78,8 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
     cleanups.push(store.cleanup);
     // One correspondence: the first event is failing and waits to retry; the second arrived a moment ago, so it still
     // waits for the failing one; the third arrived long ago, so its hold on the failing event has run out, but the
-    // second is received and must go first. Only the claim's second step sees that: the first step lets the third
-    // through, since nothing earlier is in a batch or backing off on its behalf.
+    // second is received and must go first. Only the claim's check of its candidates against what is left out of them
+    // sees that: its scan lets the third through, since nothing earlier is in a batch or backing off on its behalf.
     const [failing, recent, old] = [acted('cor_h', 0), acted('cor_h', 1), acted('cor_h', 2)];
     const free = acted('cor_free', 3);
     await insertEnvelopes(store.db, [failing, recent, old, free]);
@@ -133,7 +133,7 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
             ...tx,
             query: async <R>(sql: Sql, params?: readonly unknown[]) => {
               const res = await tx.query<R>(sql, params);
-              return typeof sql !== 'string' && sql.name.startsWith('postroom_claim_record_') ? { ...res, rows: res.rows.slice(1) } : res;
+              return typeof sql !== 'string' && sql.name.startsWith('postroom_claim_') ? { ...res, rows: res.rows.slice(1) } : res;
             },
           }),
         ),
@@ -184,6 +184,73 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
     expect(await attemptRows()).toBe(0);
     expect(await reapOrphanedAttempts(store.db, 10, 60)).toEqual([]);
     expect(await store.db.transaction((tx) => takeBatch(tx, claim!.batchId))).toBe(false);
+  });
+
+  it('claims take turns: a claim waits for the one before it to commit, then leaves its events alone', async () => {
+    const store = await openTestStore(kind);
+    cleanups.push(store.cleanup);
+    // Distinct correspondences: nothing holds anything back, so both claims would want the same first events.
+    await insertEnvelopes(
+      store.db,
+      Array.from({ length: 6 }, (_, i) => acted(`cor_turn_${i}`, i)),
+    );
+    let commit!: () => void;
+    const gate = new Promise<void>((resolve) => (commit = resolve));
+    let firstRecorded!: () => void;
+    const recordedFirst = new Promise<void>((resolve) => (firstRecorded = resolve));
+    // The first claim's transaction stays open after its statements, as if its commit were slow.
+    const slow: Pick<Db, 'transaction'> = {
+      transaction: (fn) =>
+        store.db.transaction(async (tx) => {
+          const result = await fn(tx);
+          firstRecorded();
+          await gate;
+          return result;
+        }),
+    };
+    const first = claimBatch(slow, { workerId: 'w1', limit: 4, orderingHoldSeconds: 300 });
+    await recordedFirst;
+    let secondDone = false;
+    const second = claimBatch(store.db, { workerId: 'w2', limit: 4, orderingHoldSeconds: 300 }).finally(() => (secondDone = true));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(secondDone).toBe(false);
+    commit();
+    const [a, b] = await Promise.all([first, second]);
+    expect(a!.events).toHaveLength(4);
+    expect(b!.events).toHaveLength(2);
+    expect(new Set([...a!.events, ...b!.events].map((e) => e.event_id)).size).toBe(6);
+  });
+
+  it('upgrading past migration 015: a claim of an earlier version is refused, saying why; its batches in flight still finish', async () => {
+    const store = await openTestStore(kind, { migrate: false });
+    cleanups.push(store.cleanup);
+    await migrate(store.db, { dir: migrationsBefore(15, cleanups) });
+    const events = [acted('cor_u1', 0), acted('cor_u2', 1), acted('cor_u3', 2)];
+    await insertEnvelopes(store.db, events);
+    // A worker of the earlier version claimed the first two events before the upgrade and is running them.
+    const before = await store.db.query<{ batch_id: string }>(
+      `INSERT INTO inbox_attempts (worker_id, event_ids) VALUES ('old-worker', $1) RETURNING batch_id::text AS batch_id`,
+      [[events[0]!.event_id, events[1]!.event_id]],
+    );
+    await migrate(store.db);
+    // Its next claim, as that version writes it, fails with the reason and what to do.
+    const refused = await store.db
+      .query(`INSERT INTO inbox_attempts (worker_id, event_ids) VALUES ('old-worker', $1)`, [[events[2]!.event_id]])
+      .then(
+        () => undefined,
+        (err: unknown) => err as { message: string; hint?: string },
+      );
+    expect(refused?.message).toMatch(/older than migration 015/);
+    expect(refused?.hint).toMatch(/Replace every worker of an earlier postroom version/);
+    // The batch it holds can still shrink (one event at a time after a failure) and be taken to commit.
+    await store.db.query(`UPDATE inbox_attempts SET event_ids = array_remove(event_ids, $2) WHERE batch_id = $1::bigint`, [
+      before.rows[0]!.batch_id,
+      events[1]!.event_id,
+    ]);
+    expect(await store.db.transaction((tx) => takeBatch(tx, before.rows[0]!.batch_id))).toBe(true);
+    // A claim of this version takes what is left.
+    const claim = await claimBatch(store.db, { workerId: 'new-worker', limit: 10, orderingHoldSeconds: 300 });
+    expect(claim!.events.map((e) => e.event_id).sort()).toEqual(events.map((e) => e.event_id).sort());
   });
 
   it("upgrading with an earlier version's batch in flight: its rows are reaped and run, and a claim of the earlier kind fails", async () => {

@@ -143,11 +143,10 @@ export function watchStore(target: Db): WatchedStore {
                 if (k !== 'query') return value;
                 return async (sql: unknown, params?: unknown[]) => {
                   const name = statementName(sql);
-                  if (name.startsWith('postroom_claim_lock_'))
-                    limit = Number(/LIMIT (\d+)\s+FOR NO KEY UPDATE/.exec((sql as { text: string }).text)![1]);
+                  if (name.startsWith('postroom_claim_')) limit = Number(/LIMIT (\d+)\s*\)/.exec((sql as { text: string }).text)![1]);
                   if (name.startsWith('postroom_take_batch_')) took = String(params![0]);
                   const res = (await call.call(inner, sql, params)) as { rows: Array<{ batch_id?: string }> };
-                  if (name.startsWith('postroom_claim_record_') && res.rows.length > 0)
+                  if (name.startsWith('postroom_claim_') && res.rows.length > 0)
                     claimed.set(res.rows[0]!.batch_id!, { size: res.rows.length, full: res.rows.length >= limit });
                   return res;
                 };
