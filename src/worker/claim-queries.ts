@@ -188,6 +188,18 @@ const CLAIM_DURABILITY = 'SET LOCAL synchronous_commit = off';
 const CLAIM_LOCK = `SELECT pg_advisory_xact_lock('inbox'::regclass::oid::int, 0)`;
 
 /**
+ * A claim whose worker vanishes without closing its connection (a network
+ * partition, a frozen machine) would hold the turn, and so stop every claim,
+ * until Postgres noticed the dead peer: hours, at the kernel's keepalive
+ * defaults. A claim is never idle inside its transaction longer than it takes to
+ * read its rows and commit, so Postgres ends such a session after a few seconds
+ * and the turn passes on; the claim is rolled back, its events go back to the
+ * queue, their attempt uncounted. Killed outright, a worker's socket closes and
+ * Postgres ends the session at once.
+ */
+const CLAIM_IDLE_LIMIT = `SET LOCAL idle_in_transaction_session_timeout = '5s'`;
+
+/**
  * Claims up to `limit` runnable events in one short transaction that writes one
  * small row and no inbox row, in turn with every other claim on this inbox. Committed before any handler runs, that row counts
  * the attempt of an event that then kills its worker. Returns undefined when
@@ -196,7 +208,7 @@ const CLAIM_LOCK = `SELECT pg_advisory_xact_lock('inbox'::regclass::oid::int, 0)
 export async function claimBatch(db: Pick<Db, 'transaction'>, p: ClaimParams): Promise<ClaimedBatch | undefined> {
   return db.transaction(async (tx) => {
     // The lock in a statement of its own, before the claim's: the claim's snapshot must follow it.
-    await tx.exec(`${CLAIM_PLAN}; ${CLAIM_DURABILITY}; ${CLAIM_LOCK}`);
+    await tx.exec(`${CLAIM_PLAN}; ${CLAIM_DURABILITY}; ${CLAIM_IDLE_LIMIT}; ${CLAIM_LOCK}`);
     const res = await tx.query<ClaimedEvent & { batch_id: string; size: number; raw_body: Uint8Array | null }>(
       claimStatement(p.limit, p.orderingHoldSeconds),
       [p.workerId],

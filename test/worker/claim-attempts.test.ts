@@ -221,6 +221,40 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
     expect(new Set([...a!.events, ...b!.events].map((e) => e.event_id)).size).toBe(6);
   });
 
+  // The embedded store has one connection in this process: no peer of it can vanish.
+  it.skipIf(kind !== 'postgres')(
+    'a claim whose worker goes quiet inside its transaction loses the turn after a few seconds; its events go to the next claim',
+    async () => {
+      const store = await openTestStore(kind);
+      cleanups.push(store.cleanup);
+      const events = [acted('cor_quiet_1', 0), acted('cor_quiet_2', 1)];
+      await insertEnvelopes(store.db, events);
+      let claimed!: () => void;
+      const claimedFirst = new Promise<void>((resolve) => (claimed = resolve));
+      // As a worker cut off from Postgres after its claim's statement: its connection stays open, and no commit comes.
+      const quiet: Pick<Db, 'transaction'> = {
+        transaction: (fn) =>
+          store.db.transaction(async (tx) => {
+            const result = await fn(tx);
+            claimed();
+            await new Promise((resolve) => setTimeout(resolve, 6_500));
+            return result;
+          }),
+      };
+      const first = claimBatch(quiet, { workerId: 'w1', limit: 10, orderingHoldSeconds: 300 }).then(
+        () => 'committed',
+        () => 'failed',
+      );
+      await claimedFirst;
+      const second = await claimBatch(store.db, { workerId: 'w2', limit: 10, orderingHoldSeconds: 300 });
+      expect(second!.events.map((e) => e.event_id).sort()).toEqual(events.map((e) => e.event_id).sort());
+      expect(await first).toBe('failed');
+      const batches = await store.db.query<{ worker_id: string }>('SELECT worker_id FROM inbox_attempts');
+      expect(batches.rows).toEqual([{ worker_id: 'w2' }]);
+    },
+    30_000,
+  );
+
   it('upgrading past migration 015: a claim of an earlier version is refused, saying why; its batches in flight still finish', async () => {
     const store = await openTestStore(kind, { migrate: false });
     cleanups.push(store.cleanup);
