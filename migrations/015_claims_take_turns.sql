@@ -5,8 +5,8 @@
 -- followed those locks, so that it saw every batch another claim had recorded
 -- on them meanwhile. Claims now take turns under a transaction-level advisory
 -- lock keyed by the inbox table (src/worker/claim-queries.ts): one statement,
--- whose snapshot follows the lock, reads, checks and records the batch. That
--- is 0.62x the claim's Postgres time in `serve` (docs/benchmarks.md, "Stop 57").
+-- whose snapshot follows the lock, reads, checks and records the batch: 0.74x
+-- the claim's Postgres time per event in `serve` (docs/benchmarks.md, "Stop 57").
 --
 -- Workers of an earlier version claim without the turn. Beside a new worker
 -- they could take an event the new worker is taking (each snapshot taken before

@@ -32,6 +32,27 @@ const acted = (cid: string, second: number, id?: string) =>
     id,
   );
 
+/**
+ * The store as a claim sees it, except that a transaction, once its statements have run, resolves `ran` and waits
+ * for `until` before it commits.
+ */
+function pausedBeforeCommit(db: Db, until: () => Promise<unknown>): { db: Pick<Db, 'transaction'>; ran: Promise<void> } {
+  let ran!: () => void;
+  const done = new Promise<void>((resolve) => (ran = resolve));
+  return {
+    db: {
+      transaction: (fn) =>
+        db.transaction(async (tx) => {
+          const result = await fn(tx);
+          ran();
+          await until();
+          return result;
+        }),
+    },
+    ran: done,
+  };
+}
+
 describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%s)', (kind) => {
   it('a claim rewrites no inbox row, yet its events are in no other claim, count as processing and cannot be replayed', async () => {
     const store = await openTestStore(kind);
@@ -196,20 +217,10 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
     );
     let commit!: () => void;
     const gate = new Promise<void>((resolve) => (commit = resolve));
-    let firstRecorded!: () => void;
-    const recordedFirst = new Promise<void>((resolve) => (firstRecorded = resolve));
     // The first claim's transaction stays open after its statements, as if its commit were slow.
-    const slow: Pick<Db, 'transaction'> = {
-      transaction: (fn) =>
-        store.db.transaction(async (tx) => {
-          const result = await fn(tx);
-          firstRecorded();
-          await gate;
-          return result;
-        }),
-    };
-    const first = claimBatch(slow, { workerId: 'w1', limit: 4, orderingHoldSeconds: 300 });
-    await recordedFirst;
+    const slow = pausedBeforeCommit(store.db, () => gate);
+    const first = claimBatch(slow.db, { workerId: 'w1', limit: 4, orderingHoldSeconds: 300 });
+    await slow.ran;
     let secondDone = false;
     const second = claimBatch(store.db, { workerId: 'w2', limit: 4, orderingHoldSeconds: 300 }).finally(() => (secondDone = true));
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -229,23 +240,13 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
       cleanups.push(store.cleanup);
       const events = [acted('cor_quiet_1', 0), acted('cor_quiet_2', 1)];
       await insertEnvelopes(store.db, events);
-      let claimed!: () => void;
-      const claimedFirst = new Promise<void>((resolve) => (claimed = resolve));
       // As a worker cut off from Postgres after its claim's statement: its connection stays open, and no commit comes.
-      const quiet: Pick<Db, 'transaction'> = {
-        transaction: (fn) =>
-          store.db.transaction(async (tx) => {
-            const result = await fn(tx);
-            claimed();
-            await new Promise((resolve) => setTimeout(resolve, 6_500));
-            return result;
-          }),
-      };
-      const first = claimBatch(quiet, { workerId: 'w1', limit: 10, orderingHoldSeconds: 300 }).then(
+      const quiet = pausedBeforeCommit(store.db, () => new Promise((resolve) => setTimeout(resolve, 6_500)));
+      const first = claimBatch(quiet.db, { workerId: 'w1', limit: 10, orderingHoldSeconds: 300 }).then(
         () => 'committed',
         () => 'failed',
       );
-      await claimedFirst;
+      await quiet.ran;
       const second = await claimBatch(store.db, { workerId: 'w2', limit: 10, orderingHoldSeconds: 300 });
       expect(second!.events.map((e) => e.event_id).sort()).toEqual(events.map((e) => e.event_id).sort());
       expect(await first).toBe('failed');
