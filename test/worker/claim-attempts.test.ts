@@ -220,12 +220,17 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
     // The first claim's transaction stays open after its statements, as if its commit were slow.
     const slow = pausedBeforeCommit(store.db, () => gate);
     const first = claimBatch(slow.db, { workerId: 'w1', limit: 4, orderingHoldSeconds: 300 });
-    await slow.ran;
     let secondDone = false;
-    const second = claimBatch(store.db, { workerId: 'w2', limit: 4, orderingHoldSeconds: 300 }).finally(() => (secondDone = true));
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(secondDone).toBe(false);
-    commit();
+    let second: ReturnType<typeof claimBatch>;
+    try {
+      await slow.ran;
+      second = claimBatch(store.db, { workerId: 'w2', limit: 4, orderingHoldSeconds: 300 }).finally(() => (secondDone = true));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(secondDone).toBe(false);
+    } finally {
+      // Even when the check fails: a claim left open holds the turn, and the store could not be dropped after it.
+      commit();
+    }
     const [a, b] = await Promise.all([first, second]);
     expect(a!.events).toHaveLength(4);
     expect(b!.events).toHaveLength(2);
