@@ -4,6 +4,7 @@
  * same run. Both run under the same Node (24: graphile-worker 0.18 needs
  * >= 22.18), each in its own process; this process only prepares the databases.
  * With BENCH_WORKER_BUILDS, postroom's drain only, build against build (compareWorkerBuilds).
+ * BENCH_WORKER_PROF_DIR: every side's process writes a CPU profile there (--cpu-prof).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -69,7 +70,9 @@ async function runSide(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ result: Record<string, unknown>; rssMiB: number }> {
-  const child = spawn(node, [script, ...args], {
+  // BENCH_WORKER_PROF_DIR: each side's process writes a --cpu-prof profile there.
+  const prof = process.env.BENCH_WORKER_PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_WORKER_PROF_DIR] : [];
+  const child = spawn(node, [...prof, script, ...args], {
     cwd: path.dirname(BENCH_DIR),
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
