@@ -70,7 +70,6 @@ async function runSide(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ result: Record<string, unknown>; rssMiB: number }> {
-  // BENCH_WORKER_PROF_DIR: each side's process writes a --cpu-prof profile there.
   const prof = process.env.BENCH_WORKER_PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_WORKER_PROF_DIR] : [];
   const child = spawn(node, [...prof, script, ...args], {
     cwd: path.dirname(BENCH_DIR),
