@@ -8,7 +8,8 @@
  * postroom is measured against the true limits on this machine, in the same
  * run: the verify-only ceiling and a minimal group commit, both plain Node on
  * node:http (bench/receivers/*.mjs). Then `postroom serve` with every role for
- * 60 s: does processing keep up with ingest, with the projection on?
+ * 60 s: does processing keep up with ingest, with the projection on, and how
+ * many events does each of the worker's batches carry (from serve's /metrics)?
  */
 import pg from 'pg';
 import { createPgDb } from '../src/db/pg.js';
@@ -17,6 +18,7 @@ import { inboxStatusCounts } from '../src/inbox/read-queries.js';
 import { silentLogger } from '../src/logging/logger.js';
 import { benchDatabase } from './lib/pg.js';
 import { sampleRss, stop } from './lib/processes.js';
+import { eventsPerBatch } from './lib/metrics.js';
 import { median, startPostroom, startReference } from './lib/receivers.js';
 import { table, writeResult } from './lib/report.js';
 import { CACHED_TOLERANCE_SECONDS, cachedRequests, requireWrk, runWrk } from './lib/wrk.js';
@@ -181,6 +183,7 @@ export async function benchIngest(
         const w = await runWrk(hook, reqsFile, { connections, seconds: sustainSeconds });
         clearInterval(sampler);
         const end = await backlog();
+        const perBatch: Record<string, number> = role === 'all' ? { 'events/batch': Math.round(await eventsPerBatch(port)) } : {};
         return {
           'req/s': Math.round(w.requests / w.durationS),
           'processed/s': Math.round((end.finished - start.finished) / w.durationS),
@@ -190,6 +193,7 @@ export async function benchIngest(
           'backlog at end': end.backlog,
           'non-2xx': w.non2xx + w.socketErrors + w.timeouts,
           'RSS MiB': Math.round(rss.stop()),
+          ...perBatch,
         };
       } finally {
         rss.stop();
