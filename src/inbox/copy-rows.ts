@@ -1,4 +1,4 @@
-import { daysInMonth, digitsAt } from '../events/calendar.js';
+import { newInstantFields, readInstant } from '../events/calendar.js';
 
 /**
  * Inbox rows in Postgres's binary COPY format: each value as its length and its
@@ -37,46 +37,20 @@ const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 const HEADER_BYTES = SIGNATURE.length + 8;
 const EPOCH_2000_MS = Date.UTC(2000, 0, 1);
 const TWO_32 = 4294967296;
+const fields = newInstantFields();
 /**
- * Microseconds since 2000-01-01 UTC, timestamptz's binary value, for
- * `YYYY-MM-DDTHH:MM:SS[.f{1,6}](Z|±HH:MM)` in the years 1970 to 2199; undefined
- * for anything else, which Postgres then reads from text itself. Fractions longer
- * than microseconds are left to Postgres because it rounds them (rint) as
- * JavaScript cannot be trusted to repeat; years past 2199 would leave the range
- * where a double holds every microsecond.
+ * Microseconds since 2000-01-01 UTC, timestamptz's binary value, for an instant
+ * readInstant accepts in the years 1970 to 2199 with at most six fraction digits;
+ * undefined for anything else, which Postgres then reads from text itself.
+ * Fractions longer than microseconds are left to Postgres because it rounds them
+ * (rint) as JavaScript cannot be trusted to repeat; years past 2199 would leave
+ * the range where a double holds every microsecond.
  */
 export function timestampMicros(at: string): number | undefined {
-  const year = digitsAt(at, 0, 4);
-  const month = digitsAt(at, 5, 2);
-  const day = digitsAt(at, 8, 2);
-  const hour = digitsAt(at, 11, 2);
-  const minute = digitsAt(at, 14, 2);
-  const second = digitsAt(at, 17, 2);
-  if ((year | month | day | hour | minute | second) < 0) return undefined;
-  if (at[4] !== '-' || at[7] !== '-' || at[10] !== 'T' || at[13] !== ':' || at[16] !== ':') return undefined;
-  if (year < 1970 || year > 2199 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
-  if (day > daysInMonth(year, month)) return undefined;
-  let i = 19;
-  let micros = 0;
-  if (at.charCodeAt(i) === 46 /* . */) {
-    let n = 0;
-    while (n < 7 && digitsAt(at, i + 1 + n, 1) >= 0) n++;
-    if (n === 0 || n > 6) return undefined;
-    micros = digitsAt(at, i + 1, n) * 10 ** (6 - n);
-    i += 1 + n;
-  }
-  let offsetMinutes = 0;
-  const zone = at.charCodeAt(i);
-  if (zone === 90 /* Z */ && at.length === i + 1) {
-    // UTC
-  } else if ((zone === 43 /* + */ || zone === 45) /* - */ && at.length === i + 6 && at.charCodeAt(i + 3) === 58) {
-    const oh = digitsAt(at, i + 1, 2);
-    const om = digitsAt(at, i + 4, 2);
-    if (oh < 0 || om < 0 || oh > 15 || om > 59) return undefined;
-    offsetMinutes = (oh * 60 + om) * (zone === 45 ? -1 : 1);
-  } else {
-    return undefined;
-  }
+  if (!readInstant(at, fields)) return undefined;
+  const { year, month, day, hour, minute, second, fractionDigits, fraction, offsetMinutes } = fields;
+  if (year < 1970 || year > 2199 || fractionDigits > 6) return undefined;
+  const micros = fractionDigits === 0 ? 0 : fraction * 10 ** (6 - fractionDigits);
   const ms = Date.UTC(year, month - 1, day, hour, minute, second) - offsetMinutes * 60_000;
   return (ms - EPOCH_2000_MS) * 1000 + micros;
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { daysInMonth, digitsAt } from '../events/calendar.js';
+import { newInstantFields, readInstant } from '../events/calendar.js';
 
 /**
  * Turns verified bytes into the fields the inbox needs. Never throws: anything the
@@ -135,50 +135,14 @@ function unstorable(root: unknown): string | undefined {
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-const DASH = 45;
-const COLON = 58;
+const fields = newInstantFields();
 
 /**
  * Whether `at` is `YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|±HH:MM)` naming an instant
- * timestamptz stores. Date.parse rolls February 30 over into March; Postgres
- * refuses it, and the answer must say what the store will hold. So each field is
- * checked against what timestamptz accepts, with the Gregorian leap rule Postgres
- * uses. Read a character at a time: this runs for every event, and a regular
- * expression's match (an array and ten strings) cost more than the check.
+ * timestamptz stores: the answer must say what the store will hold (readInstant).
  */
 export function isStorableTimestamp(at: string): boolean {
-  const century = digitsAt(at, 0, 2);
-  const yy = digitsAt(at, 2, 2);
-  const month = digitsAt(at, 5, 2);
-  const day = digitsAt(at, 8, 2);
-  const hour = digitsAt(at, 11, 2);
-  const minute = digitsAt(at, 14, 2);
-  const second = digitsAt(at, 17, 2);
-  if ((century | yy | month | day | hour | minute | second) < 0) return false;
-  if (at.charCodeAt(4) !== DASH || at.charCodeAt(7) !== DASH || at.charCodeAt(10) !== 84 /* T */) return false;
-  if (at.charCodeAt(13) !== COLON || at.charCodeAt(16) !== COLON) return false;
-  let i = 19;
-  if (at.charCodeAt(i) === 46 /* . */) {
-    let end = i + 1;
-    while (digitsAt(at, end, 1) >= 0) end++;
-    if (end === i + 1 || end > i + 10) return false;
-    i = end;
-  }
-  const zone = at.charCodeAt(i);
-  if (zone === 90 /* Z */) {
-    if (at.length !== i + 1) return false;
-  } else if (zone === 43 /* + */ || zone === DASH) {
-    const offsetHours = digitsAt(at, i + 1, 2);
-    const offsetMinutes = digitsAt(at, i + 4, 2);
-    if (offsetHours < 0 || offsetMinutes < 0 || at.charCodeAt(i + 3) !== COLON || at.length !== i + 6) return false;
-    if (offsetHours > 15 || offsetMinutes > 59) return false;
-  } else {
-    return false;
-  }
-  const year = century * 100 + yy;
-  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
-  if (day > daysInMonth(year, month)) return false;
-  return hour <= 23 && minute <= 59 && second <= 59;
+  return readInstant(at, fields);
 }
 
 /**
