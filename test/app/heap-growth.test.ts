@@ -45,7 +45,7 @@ describe('applyHeapGrowth', () => {
   // Set once the process runs, the flag must still change when V8 collects: a flag V8 read only at start would
   // leave both runs alike. The same promotion-heavy load, with the smallest factor and with a large one.
   it('changes how often V8 runs mark-compacts in a running process, and yields to the command line', async () => {
-    // Side by side: what V8 counts follows what the child allocates, not how fast it runs (a third of this file's time).
+    // Side by side: what V8 counts follows what a child allocates, not how fast it runs; one after another took most of this file's time.
     const [tight, loose, commandLine] = await Promise.all([majors('10'), majors('300'), majors('10', ['--heap-growing-percent=300'])]);
     expect(tight.applied).toEqual({ source: 'postroom', percent: 10 });
     expect(commandLine.applied).toEqual({ source: 'command-line', percent: 300 });
