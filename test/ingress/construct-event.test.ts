@@ -28,7 +28,7 @@ const acted = (over: Record<string, unknown> = {}) =>
   });
 
 describe('constructEvent', () => {
-  describe('signature vectors (../shared/vectors)', () => {
+  describe('signature vectors (test/fixtures/signature-vectors.json)', () => {
     for (const c of vectors.cases) {
       it(c.name, () => {
         const body = Buffer.from(c.body_base64, 'base64');

@@ -2,8 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** Fixed vectors from outside the code, in ../shared/vectors beside the checkout. */
-export const SHARED_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared');
+/**
+ * Signature vectors computed independently of postroom (HMAC-SHA256 by another implementation), kept in the
+ * repository so that a clone tests itself. The file is a byte-for-byte copy of the service's published vectors;
+ * test/unit/signature-vectors.test.ts compares the two when the original is beside the checkout.
+ */
+export const SIGNATURE_VECTORS_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/signature-vectors.json');
 
 export interface SignatureVector {
   name: string;
@@ -19,6 +23,5 @@ export interface SignatureVector {
 }
 
 export function loadSignatureVectors(): { reasons: string[]; cases: SignatureVector[] } {
-  const file = path.join(SHARED_DIR, 'vectors', 'signature-vectors.json');
-  return JSON.parse(fs.readFileSync(file, 'utf8')) as { reasons: string[]; cases: SignatureVector[] };
+  return JSON.parse(fs.readFileSync(SIGNATURE_VECTORS_FILE, 'utf8')) as { reasons: string[]; cases: SignatureVector[] };
 }

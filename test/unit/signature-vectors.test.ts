@@ -1,10 +1,28 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SIGNATURE_FAILURE_REASONS, sign, verifySignature } from '../../src/signature/index.js';
-import { loadSignatureVectors } from '../support/vectors.js';
+import { loadSignatureVectors, SIGNATURE_VECTORS_FILE } from '../support/vectors.js';
 
 const vectors = loadSignatureVectors();
 
-describe('signature vectors from ../shared/vectors', () => {
+/** The original of the copy, when the service's shared folder sits beside the checkout. */
+const ORIGINAL_SIGNATURE_VECTORS_FILE = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '../../../shared/vectors/signature-vectors.json',
+);
+
+describe('the copy of the signature vectors in test/fixtures', () => {
+  it('is byte-identical to ../shared/vectors/signature-vectors.json, when that folder is beside the checkout', (ctx) => {
+    if (!fs.existsSync(ORIGINAL_SIGNATURE_VECTORS_FILE)) {
+      ctx.skip(`skipped: no ${ORIGINAL_SIGNATURE_VECTORS_FILE} beside this checkout (a clone has none); the copy is used as it is`);
+    }
+    expect(fs.readFileSync(SIGNATURE_VECTORS_FILE).equals(fs.readFileSync(ORIGINAL_SIGNATURE_VECTORS_FILE))).toBe(true);
+  });
+});
+
+describe('signature vectors (test/fixtures/signature-vectors.json, computed independently of postroom)', () => {
   it('has cases and the same failure codes as ours', () => {
     expect(vectors.cases.length).toBeGreaterThan(20);
     expect([...vectors.reasons].sort()).toEqual([...SIGNATURE_FAILURE_REASONS].sort());
