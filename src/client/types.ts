@@ -1,5 +1,5 @@
 /**
- * Shapes from ../shared/spec/service-api.md and docs/events.md. Where the spec is
+ * Shapes from docs/service-contract.md and docs/events.md. Where the spec is
  * silent we keep fields optional and let unknown fields through (index
  * signatures), so a service that adds fields does not break callers.
  */
