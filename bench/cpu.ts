@@ -138,15 +138,7 @@ interface Rig {
 /** Loads one receiver for `seconds` and returns its CPU and Postgres time per stored row. */
 async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ m: Measured; threads: string; kernel: string }> {
   const dbName = new URL(rig.database.url).pathname.slice(1);
-  // A prototype build (bench/prototype.sh intake) stores each event in an intake first and its worker moves it into
-  // the inbox: its stored rows are emptied and counted in both.
-  const intakeName = `${rig.setup.schema}.inbox_intake`;
-  const intake =
-    rig.table === 'inbox' &&
-    (await rig.admin.query<{ found: boolean }>('SELECT to_regclass($1) IS NOT NULL AS found', [intakeName])).rows[0]!.found
-      ? intakeName
-      : undefined;
-  await rig.setup.exec(`TRUNCATE ${tableOf(rig.key).truncate}${intake ? `, ${intake}` : ''}`);
+  await rig.setup.exec(`TRUNCATE ${tableOf(rig.key).truncate}`);
   const backends = (
     await rig.admin.query<{ pid: number }>(
       `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
@@ -178,7 +170,7 @@ async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ 
   const serve = rig.key.startsWith('serve');
   const counted = await rig.admin.query<{ n: string; finished: string | null }>(
     `SELECT count(*) AS n, ${serve ? `count(*) FILTER (WHERE status IN ('processed', 'skipped'))` : 'NULL'} AS finished
-     FROM ${intake ? `(SELECT status FROM ${rig.setup.schema}.inbox UNION ALL SELECT status FROM ${intake}) AS stored` : `${rig.setup.schema}.${rig.table}`}`,
+     FROM ${rig.setup.schema}.${rig.table}`,
   );
   const stored = Number(counted.rows[0]!.n);
   const finished = serve ? Number(counted.rows[0]!.finished) : undefined;
