@@ -6,7 +6,7 @@
  * the allocator, and the default profile would show only what is still alive. After a warm-up on requests of their
  * own, the receiver takes ALLOC_SECONDS of wrk load (64 connections); the profile of that window is divided by the
  * rows stored in it. A count of bytes moves far less with the machine's load than CPU time does, so it shows a change
- * to what a request allocates where bench/cpu.ts's slices cannot (docs/benchmarks.md, "stop 41"). The profile samples
+ * to what a request allocates where bench/cpu.ts's slices cannot. The profile samples
  * one allocation in about every 4 kB: functions that allocate less than ~50 B per event are noise.
  *
  * Knobs: ALLOC_RECEIVERS (default gc_inbox,ingress; `ingress@/other/checkout` as in bench/cpu.ts), ALLOC_SECONDS

@@ -242,8 +242,8 @@ function load(): string {
 /** Every receiver up at once, load alternating between them; ratios are taken within each round. */
 async function alternate(): Promise<void> {
   const rigs: Rig[] = [];
-  // Enough for 60,000 requests/s, as in the other mode: at 25,000 the references ran out of unique events on a
-  // quiet machine (their rate was the file's, not theirs). wrk reads the whole file before every slice.
+  // Enough for 60,000 requests/s, as in the other mode: at 25,000 the references run out of unique events on a
+  // quiet machine (their rate would be the file's, not theirs). wrk reads the whole file before every slice.
   const reqs = cachedRequests(seconds * SLICE_RATE_LIMIT, SECRET);
   const basePort = 19_500 + Math.floor(Math.random() * 300);
   // Results are kept by key: the same receiver twice would pool two receivers' slices.

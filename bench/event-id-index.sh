@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The event-id index alone (docs/benchmarks.md, "stop 31"): inserts of 32 new random ids per transaction into a
+# The event-id index alone (docs/scaling.md, point 3): inserts of 32 new random ids per transaction into a
 # table whose id is unique through a B-tree primary key, and into one whose id is unique through a hash index
-# (an exclusion constraint, as postroom's inbox since migration 012), at ROWS ids already present (10M by default)
+# (an exclusion constraint, as postroom's inbox keeps it: migrations/012), at ROWS ids already present (10M by default)
 # and at 100k. Each pair alternates (B-tree, hash, B-tree, hash) for SECONDS each, with pgbench and 2 clients;
 # prints transactions per second and the WAL each run wrote. Bounded: one scratch database, dropped at the end.
 # Needs Postgres (DATABASE_URL as an admin URL, default postgres://postgres@127.0.0.1:5432/postgres) and pgbench.

@@ -3,8 +3,8 @@
  * receiver in its own process, three interleaved runs per receiver, medians
  * reported. Every receiver, reference or postroom, takes the same warm-up load
  * (2 s by default) before its measured run: a daemon is measured as it runs in
- * production, warm, and a cold start (JIT, the pool's first connections) had
- * cost postroom, with far more code to compile, more than the references.
+ * production, warm, and a cold start (JIT, the pool's first connections) costs
+ * postroom, with far more code to compile, more than the references.
  * postroom is measured against the true limits on this machine, in the same
  * run: the verify-only ceiling and a minimal group commit, both plain Node on
  * node:http (bench/receivers/*.mjs). Then `postroom serve` with every role for

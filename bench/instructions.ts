@@ -4,13 +4,13 @@
  * requests from 32 kept-alive connections. The instructions its threads ran during those requests are split
  * into the process's own work, the garbage collector and V8's compiler, and divided by the rows it stored.
  *
- * Why: rates and CPU seconds on a shared 2-core machine moved by a third from one 10 s slice to the next
- * (docs/benchmarks.md, stop 34), too much to see a change of a few per cent. The work count of one build
- * repeated within about 3% on stop 34's machine (the compiler's count did not: V8 still optimises at points
- * that move from run to run, so it is shown apart and left out of the first ratio); on stop 41's it moved by
- * 13% between two runs of one build (215,760 and 243,728 instructions per event), most likely because the
- * flushes' sizes, and so the per-flush work each event carries, follow how fast Postgres answers the slowed
- * process, which the machine still moves: run it twice, and trust a difference well outside their spread.
+ * Why: rates and CPU seconds on a shared 2-core machine can move by a third from one 10 s slice to the next,
+ * too much to see a change of a few per cent. The work count of one build repeats within about 3% on a quiet
+ * day (the compiler's count does not: V8 still optimises at points that move from run to run, so it is shown
+ * apart and left out of the first ratio); on a busy one it moved by 13% between two runs of one build (215,760
+ * and 243,728 instructions per event), most likely because the flushes' sizes, and so the per-flush work each
+ * event carries, follow how fast Postgres answers the slowed process, which the machine still moves: run it
+ * twice, and trust a difference well outside their spread.
  *
  * What it does not see: the kernel (the socket writes, about a fifth of a receiver's CPU per event),
  * Postgres, and cache misses or stalls. It counts the process's own instructions, which is where postroom's
@@ -58,7 +58,7 @@ interface Split {
 
 /**
  * V8 still optimises functions long after the warm-up, at points that move from run to run: the same build
- * showed 46,000 to 93,000 compiler instructions per event (stop 34). The collector's share answers to
+ * showed 46,000 to 93,000 compiler instructions per event. The collector's share answers to
  * what a change keeps alive, so it is shown apart from the work it does per request.
  */
 const COMPILER =

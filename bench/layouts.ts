@@ -1,9 +1,8 @@
 /**
  * What would a different inbox layout save Postgres? (`npx tsx bench/layouts.ts`)
  *
- * Stops 44 and 45 named one lever left for `serve`: the completion rewrites a whole ~900-byte inbox row to change
- * its status, so keep the queue's state in a narrow table apart from the wide row. This measures that idea before
- * anyone builds it. Each layout gets the same work, interleaved as `serve` does it: flushes of 32 new events (one
+ * The completion rewrites a whole ~900-byte inbox row to change its status; a narrow table holding the queue's
+ * state apart from the wide row would not. This measures what such a layout would save before anyone builds it. Each layout gets the same work, interleaved as `serve` does it: flushes of 32 new events (one
  * statement each, as ingress writes them), and after every eight flushes the completion of what is waiting, 125
  * events per statement (as the worker's batches end). Only the two writes every event pays for are measured; the
  * claim, the projection and the readers are the same work in every layout, give or take a join.

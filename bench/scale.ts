@@ -9,9 +9,9 @@
  * alternate between them for BENCH_SCALE_ROUNDS rounds (3 by default; each round
  * starts with the other size). Each round's ratio compares two measurements
  * taken a minute apart, and the median of those ratios is reported: measured
- * once each, ten minutes apart, the two sizes had compared two states of a
- * shared machine rather than two inboxes (ingest read 2.77x, then 0.90x, on the
- * same build at stop 25). What a round adds to an inbox (the ingested events, the
+ * once each, ten minutes apart, the two sizes compare two states of a shared
+ * machine rather than two inboxes (one build's ingest read 2.77x, then 0.90x,
+ * that way). What a round adds to an inbox (the ingested events, the
  * claim backlog) is deleted and vacuumed away after it, so every round measures
  * the same two sizes.
  *

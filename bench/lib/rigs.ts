@@ -63,8 +63,8 @@ export function buildRoot(key: string): string | undefined {
 
 /**
  * The inbox indexes a receiver key leaves out (`ingress-inbox_ordering_idx`, more joined by `-`): its receiver writes
- * into an inbox without them, which is what those indexes cost ingest, with postroom's own request path in front
- * (docs/benchmarks.md, "Stop 52"). The worker's claim reads them, so such a schema measures ingest only.
+ * into an inbox without them, which is what those indexes cost ingest, with postroom's own request path in front.
+ * The worker's claim reads them, so such a schema measures ingest only.
  */
 export function droppedIndexes(key: string): string[] {
   const [, ...indexes] = key.split('+')[0]!.split('@')[0]!.split('-');

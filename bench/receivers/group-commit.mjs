@@ -4,7 +4,7 @@
 // Tables, by the last argument:
 // - `pk`: a table with a primary key only, holding the id and the body;
 // - `pk_hash`: the same two columns, the id unique through a hash index (an
-//   exclusion constraint), as postroom's inbox keeps it since migration 012;
+//   exclusion constraint), as postroom's inbox keeps it (migrations/012);
 // - `inbox`: postroom's own inbox table with all its indexes, the raw bytes kept;
 // - `wide`: the same columns as the inbox in a table with its primary key only
 //   (bench/cpu.ts: what the inbox's other indexes cost, apart from its row);
