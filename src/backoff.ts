@@ -2,8 +2,6 @@
  * One backoff vocabulary for everything in postroom that tries again: the API
  * client's requests, the worker's failed events, the forwarder's posts.
  */
-export type Jitter = 'full' | 'equal';
-
 export interface BackoffPolicy {
   /** The delay bound after the first failure; it doubles with each further failure. */
   baseDelayMs: number;
@@ -15,7 +13,7 @@ export interface BackoffPolicy {
    * fixed, half random, so no retry comes suspiciously early (the worker's and
    * the forwarder's default, where a retry re-runs a handler).
    */
-  jitter?: Jitter;
+  jitter?: 'full' | 'equal';
 }
 
 /**

@@ -11,25 +11,26 @@ import { pathToFileURL } from 'node:url';
 
 // BENCH_POSTROOM_BUILD: another checkout's compiled package, for before/after with this same harness.
 const build = process.env.BENCH_POSTROOM_BUILD;
-const { createPgDb, createPostroom, silentLogger } = await import(
+const { createLogger, createPgDb, createPostroom } = await import(
   build ? pathToFileURL(path.join(build, 'dist/index.js')).href : 'postroom'
 );
 
+const quiet = createLogger({ level: 'silent' });
 const [url, eventsArg, concurrencyArg, targetArg] = process.argv.slice(2);
 const events = Number(eventsArg);
 // Finished rows to wait for: the events, plus any finished history the inbox started with.
 const target = Number(targetArg ?? eventsArg);
 const concurrency = Number(concurrencyArg);
 
-const watch = createPgDb({ url, poolSize: 1, logger: silentLogger() });
+const watch = createPgDb({ url, poolSize: 1, logger: quiet });
 // The trigger-kept tally, not count(*): the inbox may start with a large finished history.
 const processed = async () =>
   (await watch.query(`SELECT coalesce(sum(n), 0)::int AS n FROM inbox_tally WHERE status = 'processed'`)).rows[0].n;
 
-const db = createPgDb({ url, poolSize: concurrency + 1, logger: silentLogger() });
+const db = createPgDb({ url, poolSize: concurrency + 1, logger: quiet });
 // The product's claim sizing (100 growing to 500 while events are quick) unless BENCH_WORKER_BATCH_SIZE caps it.
 const batchSize = process.env.BENCH_WORKER_BATCH_SIZE ? { batchSize: Number(process.env.BENCH_WORKER_BATCH_SIZE) } : {};
-const postroom = createPostroom({ db, logger: silentLogger(), worker: { concurrency, pollIntervalMs: 20, ...batchSize } });
+const postroom = createPostroom({ db, logger: quiet, worker: { concurrency, pollIntervalMs: 20, ...batchSize } });
 postroom.on('participant.acted', async () => undefined);
 
 /** CPU seconds of a process on this machine, from /proc (0 once it has gone). */

@@ -1,4 +1,5 @@
 import type express from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Db } from '../db/types.js';
 import { ConfigError } from '../errors.js';
 import type { EventType } from '../events/catalogue.js';
@@ -7,22 +8,23 @@ import { createHandlerRegistry } from '../events/registry.js';
 import { recordConsumption } from '../worker/consumer-queries.js';
 import type { InboxWriter } from '../inbox/group-commit.js';
 import type { OnErrorHook } from '../events/event-error.js';
-import { createIngress, type Ingress, type NodeWebhookHandler } from '../ingress/ingress.js';
+import { createIngress, type Ingress } from '../ingress/ingress.js';
 import { staticSecrets, type SecretProvider } from '../secrets/secret-provider.js';
 import type { SignedPayloadScheme } from '../signature/index.js';
 import { silentLogger, type Logger } from '../logging/logger.js';
-import type { Metrics } from '../metrics/metrics.js';
+import { seriesOf, type PostroomMetrics } from '../metrics/metrics.js';
 import { compareWithService, type ProjectionDifference, type ServiceCorrespondence } from '../projection/compare.js';
 import { getProjectedCorrespondence, listOpenCorrespondenceIds, type ProjectedCorrespondence } from '../projection/read.js';
 import type { WorkerOptions } from '../worker/options.js';
-import { createWorker, type DrainResult } from '../worker/worker.js';
+import { createWorker } from '../worker/worker.js';
 
 export interface PostroomOptions<Api = unknown> {
   /** The store ingress writes to (Postgres, or the embedded store for development). Run `migrate(db)` first. */
   db: Db;
   handlers?: HandlerMap<Api>;
   logger?: Logger;
-  metrics?: Metrics;
+  /** From createMetrics: postroom's series on your registry. */
+  metrics?: PostroomMetrics;
   /** The service API client, handed to handlers as ctx.api. */
   api?: Api;
   worker?: Partial<WorkerOptions>;
@@ -49,11 +51,6 @@ export interface PostroomRouterOptions {
   maxBatch?: number;
 }
 
-export interface PostroomHandlerOptions extends PostroomRouterOptions {
-  /** The path the handler answers (default `/webhooks`, and `/webhooks/{endpoint_id}`). */
-  path?: string;
-}
-
 export interface Postroom<Api = unknown> {
   /** Handle one event type; `event.data` is typed by the type. Several handlers of a type run in order. */
   on<T extends EventType>(type: T, handler: EventHandler<T, Api>): Postroom<Api>;
@@ -73,13 +70,22 @@ export interface Postroom<Api = unknown> {
    * `http.createServer(postroom.handler())`, or `postroom.handler()(req, res, next)`
    * in front of another app (it calls `next` for paths that are not its own).
    */
-  handler(options?: PostroomHandlerOptions): NodeWebhookHandler;
+  handler(
+    options?: PostroomRouterOptions & {
+      /** The path the handler answers (default `/webhooks`, and `/webhooks/{endpoint_id}`). */
+      path?: string;
+    },
+  ): (req: IncomingMessage, res: ServerResponse, next?: () => void) => void;
   /** Starts the worker loops (LISTEN + polling). */
   start(): Promise<void>;
   /** Finishes handlers in flight within the deadline and releases the rest; flushes the routers' pending writes. */
   stop(deadlineMs?: number): Promise<void>;
   /** Processes until nothing is runnable right now, in the caller's loop. */
-  drain(options?: { maxBatches?: number }): Promise<DrainResult>;
+  drain(options?: { maxBatches?: number }): Promise<{
+    /** Events whose transaction committed, by the status they reached. */
+    by_status: Record<string, number>;
+    batches: number;
+  }>;
   /** The correspondence read model. */
   readonly projection: {
     get(correspondenceId: string): Promise<ProjectedCorrespondence | undefined>;
@@ -103,11 +109,12 @@ export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Po
   const registry = createHandlerRegistry<Api>();
   if (options.handlers) registry.use(options.handlers);
   const logger = options.logger ?? silentLogger();
+  const metrics = options.metrics && seriesOf(options.metrics);
   const worker = createWorker<Api>({
     db: options.db,
     registry,
     logger,
-    metrics: options.metrics,
+    metrics,
     ...(options.api === undefined ? {} : { api: options.api }),
     ...(options.worker ? { options: options.worker } : {}),
     ...(options.workerId ? { workerId: options.workerId } : {}),
@@ -120,7 +127,7 @@ export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Po
   const recordOnce = (): Promise<void> => (consumptionRecorded ??= recordConsumption(options.db, registry.consumption()));
 
   /** One ingress (its own group-commit writer, flushed by stop()) per router() or handler() call. */
-  const receive = (receiveOptions: PostroomHandlerOptions): Ingress => {
+  const receive = (receiveOptions: PostroomRouterOptions & { path?: string }): Ingress => {
     const given = receiveOptions.secrets ?? options.secrets;
     if (!given || (Array.isArray(given) && given.length === 0)) {
       throw new ConfigError(
@@ -130,7 +137,7 @@ export function createPostroom<Api = unknown>(options: PostroomOptions<Api>): Po
     }
     const secrets = Array.isArray(given) ? staticSecrets(given) : (given as SecretProvider);
     const { secrets: _given, ...tuning } = receiveOptions;
-    const ingress = createIngress({ db: options.db, logger, metrics: options.metrics, secrets, onError: options.onError, ...tuning });
+    const ingress = createIngress({ db: options.db, logger, metrics, secrets, onError: options.onError, ...tuning });
     writers.push(ingress.writer);
     return ingress;
   };

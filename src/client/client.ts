@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
-import { systemClock, type Clock } from '../clock.js';
+import { systemClock } from '../clock.js';
 import { ConfigError } from '../errors.js';
 import { silentLogger, type Logger } from '../logging/logger.js';
-import type { Metrics } from '../metrics/metrics.js';
+import { seriesOf, type PostroomMetrics } from '../metrics/metrics.js';
 import { VERSION } from '../version.js';
-import { createApiDispatcher, type ClientTls } from './dispatcher.js';
-import { DEFAULT_TIMEOUTS, createTransport, resolveBase, type Sleep, type Timeouts } from './http.js';
+import { createApiDispatcher } from './dispatcher.js';
+import { DEFAULT_TIMEOUTS, createTransport, resolveBase, type Timeouts } from './http.js';
 import { planeFromKey } from './plane.js';
 import type { BackoffPolicy } from '../backoff.js';
 import { apiKeysResource } from './resources/api-keys.js';
@@ -18,7 +18,31 @@ import { meResource } from './resources/me.js';
 import { plansResource } from './resources/plans.js';
 import { webhookDeliveriesResource } from './resources/webhook-deliveries.js';
 import { webhookEndpointsResource } from './resources/webhook-endpoints.js';
-import type { Plane } from './types.js';
+import type {
+  CallOptions,
+  ChangedCorrespondence,
+  Correspondence,
+  CreateCorrespondenceInput,
+  CreatedCorrespondence,
+  CreateEndpointInput,
+  IdempotentCallOptions,
+  ListChangedParams,
+  ListDeliveriesParams,
+  OrganisationCaller,
+  Page,
+  PageParams,
+  Plane,
+  PlanRunResult,
+  RotateApiKeyInput,
+  RotatedApiKey,
+  RotatedEndpointSecret,
+  UpdateEndpointInput,
+  UploadDocumentInput,
+  UploadedDocument,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+} from './types.js';
 
 export interface ApiClientOptions {
   /** The service's base address; /sender/v2 is appended (and not doubled when already there). */
@@ -27,11 +51,13 @@ export interface ApiClientOptions {
   apiKey: string;
   /** Bring your own (a MockAgent in tests, a proxy agent); otherwise one is built from `timeouts` and `tls`. */
   dispatcher?: Dispatcher;
-  metrics?: Metrics;
+  /** From createMetrics: counts and times every attempt. */
+  metrics?: PostroomMetrics;
   logger?: Logger;
-  clock?: Clock;
+  /** Milliseconds since the epoch (Retry-After dates, deadlines); injected so tests can skew it. */
+  clock?: { now(): number };
   /** Waits between attempts; injected so tests run retries instantly. */
-  sleep?: Sleep;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** [0, 1) for backoff jitter. */
   random?: () => number;
   /** Makes Idempotency-Keys; randomUUID by default. */
@@ -42,9 +68,13 @@ export interface ApiClientOptions {
   maxAttempts?: number;
   /** Budget for one call including every retry and wait (default 60 s). */
   deadlineMs?: number;
-  timeouts?: Partial<Timeouts>;
-  /** Client certificate for tier-1 senders; only for the dispatcher the client builds itself. */
-  tls?: ClientTls;
+  /** Connect (TCP + TLS), response headers, and the longest silence while the body arrives (defaults 5, 15 and 30 s). */
+  timeouts?: { connectMs?: number; headersMs?: number; bodyMs?: number };
+  /**
+   * Client certificate and its key (PEM) for tier-1 senders, and an extra CA bundle to trust
+   * for the gateway; only for the dispatcher the client builds itself.
+   */
+  tls?: { cert?: string | Buffer; key?: string | Buffer; ca?: string | Buffer };
   backoff?: BackoffPolicy;
   /**
    * Called with every correspondence this client creates, before create() returns.
@@ -54,17 +84,67 @@ export interface ApiClientOptions {
   onCorrespondenceCreated?: (created: { correspondence_id: string }) => void | Promise<void>;
 }
 
-export type ApiClient = ReturnType<typeof buildClient>;
+/**
+ * The service's /sender/v2 API, typed (docs/client.md). Every call takes `{ signal }`;
+ * the POSTs also take `{ idempotencyKey }`. Failures are ApiErrors.
+ */
+export interface ApiClient {
+  /** Which plane the key acts on; the CLI shows it and asks before live writes. */
+  readonly plane: Plane;
+  /** Origin and path prefix requests go to (no credentials in it). */
+  readonly baseUrl: string;
+  /** GET /me: who the key belongs to and what it may do. Touches no business state: the connectivity check. */
+  me(options?: CallOptions): Promise<OrganisationCaller>;
+  documents: {
+    /** POST /documents; not retried unless given an idempotency key (the spec shows none). */
+    upload(input: UploadDocumentInput, options?: IdempotentCallOptions): Promise<UploadedDocument>;
+  };
+  correspondence: {
+    /** POST /correspondence with an Idempotency-Key; `queued` is true when the service answered 202. */
+    create(input: CreateCorrespondenceInput, options?: IdempotentCallOptions): Promise<CreatedCorrespondence>;
+    get(correspondenceId: string, options?: CallOptions): Promise<Correspondence>;
+    /** One page of the files changed since `updatedSince`, oldest change first (an assumed route: docs/client.md). */
+    listChanged(params?: ListChangedParams, options?: CallOptions): Promise<Page<ChangedCorrespondence>>;
+  };
+  plans: {
+    /** POST /plans/{plan_id}/runs; the body is passed through. Not retried unless given an idempotency key. */
+    run(planId: string, body?: Record<string, unknown>, options?: IdempotentCallOptions): Promise<PlanRunResult>;
+  };
+  apiKeys: {
+    /** Mints a new key (`secret`); the old one lasts `grace_seconds`. Not retried unless given an idempotency key. */
+    rotate(keyId: string, input: RotateApiKeyInput, options?: IdempotentCallOptions): Promise<RotatedApiKey>;
+  };
+  webhookEndpoints: {
+    /** The answer holds the signing secret: the only time the service shows it. */
+    create(input: CreateEndpointInput, options?: IdempotentCallOptions): Promise<WebhookEndpointWithSecret>;
+    list(params?: PageParams, options?: CallOptions): Promise<Page<WebhookEndpoint>>;
+    /** Every endpoint, one page in memory at a time. */
+    iterate(params?: PageParams, options?: CallOptions): AsyncGenerator<WebhookEndpoint, void, undefined>;
+    /** Undefined when the service answers without a body. */
+    update(endpointId: string, patch: UpdateEndpointInput, options?: CallOptions): Promise<WebhookEndpoint | undefined>;
+    /** A 404 on a later attempt of the same call (the first answer lost) counts as deleted. */
+    delete(endpointId: string, options?: CallOptions): Promise<void>;
+    /** The service stops the old secret at once; postroom's own overlap keeps verifying with it (docs/client.md). */
+    rotateSecret(endpointId: string, options?: IdempotentCallOptions): Promise<RotatedEndpointSecret>;
+    /** One signed webhook.test delivery. */
+    test(endpointId: string, options?: IdempotentCallOptions): Promise<Record<string, unknown> | undefined>;
+  };
+  webhookDeliveries: {
+    list(params?: ListDeliveriesParams, options?: CallOptions): Promise<Page<WebhookDelivery>>;
+    /** Every match, one page in memory at a time. */
+    iterate(params?: ListDeliveriesParams, options?: CallOptions): AsyncGenerator<WebhookDelivery, void, undefined>;
+  };
+  /** Closes the connection pool the client built (a dispatcher passed in is left to its owner). */
+  close(): Promise<void>;
+  /** What JSON.stringify and loggers see: never the key. */
+  toJSON(): { plane: Plane; baseUrl: string };
+}
 
 export const DEFAULT_MAX_ATTEMPTS = 5;
 export const DEFAULT_DEADLINE_MS = 60_000;
 export const DEFAULT_CORRESPONDENCE_PATH = '/correspondence/{id}';
 
 export function createApiClient(options: ApiClientOptions): ApiClient {
-  return buildClient(options);
-}
-
-export function buildClient(options: ApiClientOptions) {
   const apiKey = options.apiKey;
   if (typeof apiKey !== 'string' || apiKey === '')
     throw new ConfigError('POSTROOM_API_KEY', 'no API key given; set POSTROOM_API_KEY or POSTROOM_API_KEY_FILE');
@@ -120,7 +200,7 @@ export function buildClient(options: ApiClientOptions) {
     sleep: options.sleep ?? ((ms, signal) => delay(ms, undefined, signal ? { signal } : undefined)),
     random: options.random ?? Math.random,
     logger,
-    metrics: options.metrics,
+    metrics: options.metrics && seriesOf(options.metrics),
     userAgent: `postroom/${VERSION}`,
     ...(options.backoff ? { backoff: options.backoff } : {}),
   });
@@ -134,9 +214,7 @@ export function buildClient(options: ApiClientOptions) {
   };
 
   return {
-    /** Which plane the key acts on; the CLI shows it and asks before live writes. */
     plane,
-    /** Origin and path prefix requests go to (no credentials in it). */
     baseUrl: `${base.origin}${base.prefix}`,
     me: meResource(ctx),
     documents: documentsResource(ctx),
@@ -145,11 +223,9 @@ export function buildClient(options: ApiClientOptions) {
     apiKeys: apiKeysResource(ctx),
     webhookEndpoints: webhookEndpointsResource(ctx),
     webhookDeliveries: webhookDeliveriesResource(ctx),
-    /** Closes the connection pool the client built (a dispatcher passed in is left to its owner). */
     async close(): Promise<void> {
       if (ownsDispatcher) await dispatcher.close();
     },
-    /** What JSON.stringify and loggers see: never the key. */
     toJSON() {
       return { plane, baseUrl: `${base.origin}${base.prefix}` };
     },

@@ -4,35 +4,20 @@ import { PostroomError } from '../errors.js';
  * Stable codes: scripts and the reconciler branch on these, never on messages.
  * HTTP-derived codes first, then the ones where no usable response arrived.
  */
-export const API_ERROR_CODES = [
-  'bad_request',
-  'unauthorized',
-  'insufficient_scope',
-  'not_found',
-  'conflict',
-  'validation_failed',
-  'rate_limited',
-  'client_error',
-  'server_error',
-  'network_error',
-  'timeout',
-  'aborted',
-  'invalid_response',
-] as const;
-export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
-
-export interface ApiErrorInit {
-  code: ApiErrorCode;
-  message: string;
-  operation: string;
-  status?: number | undefined;
-  /** The service's error body (parsed JSON, or text), with the API key scrubbed out. */
-  body?: unknown;
-  attempts: number;
-  requiredScope?: string | null | undefined;
-  retryAfterMs?: number | undefined;
-  cause?: unknown;
-}
+export type ApiErrorCode =
+  | 'bad_request'
+  | 'unauthorized'
+  | 'insufficient_scope'
+  | 'not_found'
+  | 'conflict'
+  | 'validation_failed'
+  | 'rate_limited'
+  | 'client_error'
+  | 'server_error'
+  | 'network_error'
+  | 'timeout'
+  | 'aborted'
+  | 'invalid_response';
 
 /**
  * Every failure of a service API call. Carries what on-call needs (operation,
@@ -47,7 +32,18 @@ export class ApiError extends PostroomError {
   readonly retryAfterMs: number | undefined;
   declare readonly code: ApiErrorCode;
 
-  constructor(init: ApiErrorInit) {
+  constructor(init: {
+    code: ApiErrorCode;
+    message: string;
+    operation: string;
+    status?: number | undefined;
+    /** The service's error body (parsed JSON, or text), with the API key scrubbed out. */
+    body?: unknown;
+    attempts: number;
+    requiredScope?: string | null | undefined;
+    retryAfterMs?: number | undefined;
+    cause?: unknown;
+  }) {
     const details: Record<string, unknown> = { operation: init.operation, attempts: init.attempts };
     if (init.status !== undefined) details.status = init.status;
     if (init.requiredScope) details.required_scope = init.requiredScope;

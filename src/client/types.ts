@@ -4,6 +4,8 @@
  * signatures), so a service that adds fields does not break callers.
  */
 
+export type { ChangedCorrespondence, ListChangedParams } from './resources/correspondence-listing.js';
+
 export type Plane = 'sandbox' | 'live';
 
 /** GET /me */
@@ -32,15 +34,9 @@ export interface UploadedDocument {
   [extra: string]: unknown;
 }
 
-/** The spec shows only the NIN form; the others share the shape with their own type and field. */
-export interface RecipientAddressing {
-  type: string;
-  nin?: string;
-  [identifier: string]: unknown;
-}
-
 export interface Recipient {
-  addressing: RecipientAddressing;
+  /** The spec shows only the NIN form; the others share the shape with their own type and field. */
+  addressing: { type: string; nin?: string; [identifier: string]: unknown };
   display_name?: string;
   ref?: string;
 }
@@ -54,12 +50,10 @@ export interface CreateCorrespondenceInput {
   [extra: string]: unknown;
 }
 
-export type ParticipantState = 'pending' | 'held' | 'delivered' | 'undeliverable' | (string & {});
-
 export interface Participant {
   participant_id: string;
   ref: string;
-  state: ParticipantState;
+  state: 'pending' | 'held' | 'delivered' | 'undeliverable' | (string & {});
   [extra: string]: unknown;
 }
 
@@ -147,8 +141,7 @@ export interface UpdateEndpointInput {
   events?: string[];
 }
 
-export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead'] as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+export type DeliveryStatus = 'pending' | 'delivered' | 'dead';
 
 export interface WebhookDelivery {
   delivery_id: string;

@@ -238,7 +238,10 @@ async function legacyMoveStatement(tx: Queryable, kind: ObjectKind, name: string
  * migrate once. First makes sure the installation's schema exists, and moves an
  * installation from the layout before it (tables in `public`) there.
  */
-export async function migrate(db: Db, options: { logger?: Logger; dir?: string } = {}): Promise<{ applied: MigrationFile[] }> {
+export async function migrate(
+  db: Db,
+  options: { logger?: Logger; dir?: string } = {},
+): Promise<{ applied: Array<{ version: number; name: string }> }> {
   const files = readMigrations(options.dir);
   const result = await db.withAdvisoryLock('migrate', async (session) => {
     await moveLegacyInstallation(session, db.schema, files, options.logger);

@@ -108,9 +108,6 @@ export type KnownFields<T> =
 /** The validated `data` of an event type. */
 export type EventData<T extends EventType> = KnownFields<z.infer<EventCatalogue[T]>>;
 
-/** The act values the sandbox uses; any other string is accepted too. */
-export const KNOWN_ACTS = ['delivered', 'read', 'approved', 'signed', 'consent_given', 'consent_declined', 'submitted'] as const;
-
 export function isKnownEventType(type: string): type is EventType {
   return Object.hasOwn(EVENT_CATALOGUE, type);
 }

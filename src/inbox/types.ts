@@ -1,8 +1,8 @@
 export const INBOX_STATUSES = ['received', 'processing', 'processed', 'failed', 'dead', 'skipped', 'quarantined'] as const;
 export type InboxStatus = (typeof INBOX_STATUSES)[number];
 
-export const INBOX_SOURCES = ['webhook', 'reconciler', 'replay'] as const;
-export type InboxSource = (typeof INBOX_SOURCES)[number];
+/** Where a row came from: a webhook delivery, the reconciler (a synthetic event) or a replay. */
+export type InboxSource = 'webhook' | 'reconciler' | 'replay';
 
 /** Channel the ingress notifies after a commit that inserted rows; workers LISTEN on it. */
 export const INBOX_CHANNEL = 'postroom_inbox';

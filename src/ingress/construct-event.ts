@@ -1,16 +1,25 @@
 import { PostroomError } from '../errors.js';
 import type { AnyKnownEvent, UnknownEvent } from '../events/catalogue.js';
 import { validateEvent } from '../events/validate.js';
-import type { SignatureFailureReason, SignedPayloadScheme } from '../signature/index.js';
+import type { SignedPayloadScheme } from '../signature/index.js';
 import { verifySignature } from '../signature/index.js';
 import { INGRESS_DEFAULTS } from './defaults.js';
 import { parseEnvelope } from './envelope.js';
 
 /**
- * Why constructEvent refused a delivery. The signature codes are the ones the
- * webhook route answers 401 with; the rest say the signed body is not an event.
+ * Why constructEvent refused a delivery. The first four are the signature check's reasons
+ * (SignatureFailureReason), which the webhook route answers 401 with; the rest say the signed
+ * body is not an event.
  */
-export type WebhookVerificationCode = SignatureFailureReason | 'event_id_mismatch' | 'type_mismatch' | 'invalid_payload' | 'invalid_event';
+export type WebhookVerificationCode =
+  | 'missing_header'
+  | 'malformed_header'
+  | 'timestamp_outside_window'
+  | 'no_matching_signature'
+  | 'event_id_mismatch'
+  | 'type_mismatch'
+  | 'invalid_payload'
+  | 'invalid_event';
 
 /** Thrown by constructEvent, like Stripe's SignatureVerificationError and Standard Webhooks' WebhookVerificationError. */
 export class WebhookVerificationError extends PostroomError {

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ConfigError } from '../errors.js';
 import { HotCounter, HotGauge, HotHistogram } from './hot.js';
 import { EVENT_TYPE_LABELS } from './labels.js';
 
@@ -19,6 +20,9 @@ export interface MetricsOptions {
   /** Node's process metrics; default on with postroom's own registry, off with the application's (it collects them itself). */
   defaultMetrics?: boolean;
 }
+
+/** Every set createMetrics made, so that seriesOf can tell one from any other object. */
+const made = new WeakSet<object>();
 
 /**
  * Every metric postroom exports, on a registry owned by one app instance or the
@@ -195,7 +199,25 @@ export function createMetrics(options: MetricsOptions = {}) {
   // Every dead series exists at 0 from the start: a counter series that first appears at 1
   // shows no increase(), so the first dead event of a type would never fire PostroomEventsDead.
   for (const eventType of [...EVENT_TYPE_LABELS, 'other']) m.eventsProcessed.inc({ event_type: eventType, status: 'dead' }, 0);
+  made.add(m);
   return m;
 }
 
+/** Every series, as postroom's own modules count into them. */
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * postroom's series as an application holds them: made by createMetrics and handed to createPostroom,
+ * createApiClient and createReconciler, so that all of them count into one registry. Which series
+ * there are and what they count is in their help texts, as a scrape shows them.
+ */
+export interface PostroomMetrics {
+  /** The registry the series are on (the application's, or one of their own): serve `registry.metrics()`. */
+  readonly registry: Registry;
+}
+
+/** The series behind what createMetrics returned; anything else is refused with a ConfigError. */
+export function seriesOf(metrics: PostroomMetrics): Metrics {
+  if (!made.has(metrics)) throw new ConfigError('metrics', 'expected the value createMetrics() returns');
+  return metrics as Metrics;
+}

@@ -13,26 +13,32 @@ export interface ServiceCorrespondence {
   send_summary?: SendSummary | null;
 }
 
-/** Fields of the file itself both sides describe; each is compared as a value. */
-export const COMPARED_FIELDS = ['status', 'kind', 'subject', 'content_type', 'created_at', 'document_ids', 'send_summary'] as const;
-/** Fields of each participant both sides describe. */
-export const COMPARED_PARTICIPANT_FIELDS = ['ref', 'state', 'last_act'] as const;
-export type ComparedField = (typeof COMPARED_FIELDS)[number];
-export type ComparedParticipantField = (typeof COMPARED_PARTICIPANT_FIELDS)[number];
-
+/**
+ * One way the projection differs from the service's answer. A `field` is one of the file's own
+ * fields both sides describe, a participant's `field` one of each participant's; each is compared as a value.
+ */
 export type ProjectionDifference =
   | { kind: 'missing_correspondence'; correspondenceId: string }
-  | { kind: 'field'; correspondenceId: string; field: ComparedField; projection: unknown; service: unknown }
+  | {
+      kind: 'field';
+      correspondenceId: string;
+      field: 'status' | 'kind' | 'subject' | 'content_type' | 'created_at' | 'document_ids' | 'send_summary';
+      projection: unknown;
+      service: unknown;
+    }
   | { kind: 'missing_participant'; correspondenceId: string; participantId: string; service: string }
   | { kind: 'unexpected_participant'; correspondenceId: string; participantId: string; projection: string }
   | {
       kind: 'participant_field';
       correspondenceId: string;
       participantId: string;
-      field: ComparedParticipantField;
+      field: 'ref' | 'state' | 'last_act';
       projection: unknown;
       service: unknown;
     };
+
+type ComparedField = Extract<ProjectionDifference, { kind: 'field' }>['field'];
+type ComparedParticipantField = Extract<ProjectionDifference, { kind: 'participant_field' }>['field'];
 
 const instant = (v: string | null | undefined): number | null => (v == null || Number.isNaN(Date.parse(v)) ? null : Date.parse(v));
 const sortedSet = (v: readonly string[] | null | undefined): string[] => [...new Set(v ?? [])].sort();

@@ -1,2 +1,2 @@
-export type { ProjectedCorrespondence, ProjectedParticipant, SendSummary } from './read.js';
+export type { ProjectedCorrespondence, SendSummary } from './read.js';
 export type { ProjectionDifference, ServiceCorrespondence } from './compare.js';

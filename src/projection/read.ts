@@ -1,19 +1,7 @@
+import type { SendSummary } from '../client/types.js';
 import type { Queryable } from '../db/types.js';
 
-export interface SendSummary {
-  delivered: number;
-  held: number;
-  undeliverable: number;
-  total: number;
-}
-
-export interface ProjectedParticipant {
-  participant_id: string;
-  ref: string | null;
-  state: string;
-  last_act: string | null;
-  last_act_at: string | null;
-}
+export type { SendSummary };
 
 /** A correspondence as postroom's events describe it; field names follow GET /correspondence/{id}. */
 export interface ProjectedCorrespondence {
@@ -26,7 +14,13 @@ export interface ProjectedCorrespondence {
   created_at: string | null;
   document_ids: string[];
   send_summary: SendSummary | null;
-  participants: ProjectedParticipant[];
+  participants: Array<{
+    participant_id: string;
+    ref: string | null;
+    state: string;
+    last_act: string | null;
+    last_act_at: string | null;
+  }>;
   /** The latest event (by at, then event_id) applied so far. */
   last_event: { event_id: string; type: string; at: string };
   updated_at: string;

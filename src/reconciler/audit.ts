@@ -1,6 +1,6 @@
+import type { ApiClient } from '../client/client.js';
 import type { Db } from '../db/types.js';
 import { eventIdsInInbox } from './state-queries.js';
-import type { ReconcilerApi } from './types.js';
 
 export interface AuditResult {
   since: string;
@@ -19,7 +19,7 @@ export interface AuditResult {
  */
 export async function auditDelivered(
   db: Db,
-  api: ReconcilerApi,
+  api: ApiClient,
   options: { since: Date; endpoints: string[]; pageSize?: number; onProgress?: (scanned: number) => void },
 ): Promise<AuditResult> {
   const started = Date.now();

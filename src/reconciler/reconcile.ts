@@ -1,25 +1,26 @@
 import os from 'node:os';
-import type { Clock } from '../clock.js';
+import type { ApiClient } from '../client/client.js';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/types.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
-import type { Metrics } from '../metrics/metrics.js';
+import { seriesOf, type PostroomMetrics } from '../metrics/metrics.js';
 import { readConsumption } from '../worker/consumer-queries.js';
 import { consumedBy } from './consumption.js';
 import { CORRESPONDENCE_SCOPED_TYPES, findAtRisk, walkDeadDeliveries } from './dead-deliveries.js';
 import { closeExplainedGaps } from './close-gaps.js';
 import { closeNotConsumed, countOpenGaps, explainOpenGaps, openGapOutline, openGapTypes, recoverGapsReceivedLater } from './gap-queries.js';
 import { rereadFiles } from './reread.js';
-import { currentRun, knownEndpointIds, startRun, finishRun, type LockHolder } from './state-queries.js';
-import type { ReconcileOptions, ReconcileProgress, ReconcilerApi, ReconcileSummary } from './types.js';
+import { currentRun, knownEndpointIds, startRun, finishRun } from './state-queries.js';
+import type { ReconcileOptions, ReconcileProgress, ReconcileSummary } from './types.js';
 
 export interface ReconcilerDeps {
   db: Db;
-  api: ReconcilerApi;
+  api: ApiClient;
   logger: Logger;
-  clock: Clock;
-  metrics?: Metrics;
+  /** Milliseconds since the epoch; injected so tests can move it. */
+  clock: { now(): number };
+  metrics?: PostroomMetrics;
   /** Who this replica is, recorded on its runs so a refused one can say who holds the lock (default host:pid). */
   holder?: string;
   /** Settings every run starts from (POSTROOM_RECONCILE_*); a run's own options win. */
@@ -28,7 +29,10 @@ export interface ReconcilerDeps {
   sleep?: (ms: number) => Promise<void>;
 }
 
-export type RunResult = { ran: true; summary: ReconcileSummary } | { ran: false; reason: 'not_leader'; holder: LockHolder | undefined };
+/** A run, or why there was none: another replica holds the lock (`holder`: its run, when it recorded itself). */
+export type RunResult =
+  | { ran: true; summary: ReconcileSummary }
+  | { ran: false; reason: 'not_leader'; holder: { run_id: number; holder: string | null; started_at: Date } | undefined };
 
 export interface Reconciler {
   /** One run, if this replica wins the lock; a run already in progress elsewhere means skip, not wait. */
@@ -43,7 +47,8 @@ export function reconcileDefaults(config: Pick<Config, 'reconcileConsumedTypes' 
 }
 
 export function createReconciler(deps: ReconcilerDeps): Reconciler {
-  const { db, api, logger, metrics, clock } = deps;
+  const { db, api, logger, clock } = deps;
+  const metrics = deps.metrics && seriesOf(deps.metrics);
   const holder = deps.holder ?? `${os.hostname()}:${process.pid}`;
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
 

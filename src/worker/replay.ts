@@ -50,8 +50,6 @@ export function decideReplay(row: ReplayCandidate): ReplayDecision {
   return reparsed ? { action: 'reset', reparsed } : { action: 'reset' };
 }
 
-export type ReplayOneResult = { outcome: 'replayed'; from_status: string } | { outcome: 'still_invalid'; reason: string };
-
 async function candidate(db: Db, eventId: string): Promise<ReplayCandidate> {
   const row = await getReplayCandidate(db, eventId);
   if (!row) throw new PostroomError('not_found', `No event ${eventId} in the inbox. List recent ones with \`postroom inbox list\`.`);
@@ -63,7 +61,14 @@ export async function previewReplay(db: Db, eventId: string): Promise<ReplayDeci
   return decideReplay(await candidate(db, eventId));
 }
 
-export async function replayEvent(db: Db, eventId: string): Promise<ReplayOneResult> {
+/**
+ * Queues one event to run again: `replayed` (from the status it had), or `still_invalid` when a
+ * quarantined event still fails validation. Refused (a PostroomError) while it is waiting or running.
+ */
+export async function replayEvent(
+  db: Db,
+  eventId: string,
+): Promise<{ outcome: 'replayed'; from_status: string } | { outcome: 'still_invalid'; reason: string }> {
   const row = await candidate(db, eventId);
   const decision = decideReplay(row);
   if (decision.action === 'refused')

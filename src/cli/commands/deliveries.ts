@@ -1,10 +1,11 @@
 import { Option, type Command } from 'commander';
-import type { ListDeliveriesParams, WebhookDelivery } from '../../client/index.js';
-import { DELIVERY_STATUSES } from '../../client/types.js';
+import type { DeliveryStatus, ListDeliveriesParams, WebhookDelivery } from '../../client/index.js';
 import { apiClientFor } from '../api.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount } from '../duration.js';
 import { printJson, printTable } from '../output.js';
+
+const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['pending', 'delivered', 'dead'];
 
 /** Page size when walking to the end; the spec shows no default or maximum. */
 const PAGE_SIZE = 100;
