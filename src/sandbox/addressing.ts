@@ -32,7 +32,13 @@ export const addressingSchema = z.discriminatedUnion(
   { error: (iss) => (iss.code === 'invalid_union' ? `type must be one of ${ADDRESSING_TYPES.join(', ')}` : undefined) },
 );
 
-export type Addressing = z.infer<typeof addressingSchema>;
+/** One recipient's addressing, as addressingSchema admits it (written out so that the public API does not name the schema). */
+export type Addressing =
+  { type: 'nin'; nin: string } | { type: 'email'; email: string } | { type: 'cac'; cac: string } | { type: 'claim_code'; name: string };
+// The schema and the type describe the same values: a change to one fails to compile until the other follows.
+const sameAsSchema: [z.infer<typeof addressingSchema>, Addressing] extends [Addressing, z.infer<typeof addressingSchema>] ? true : never =
+  true;
+void sameAsSchema;
 
 export const recipientSchema = z.object({
   addressing: addressingSchema,

@@ -59,17 +59,32 @@ export function isSubscribable(value: string): value is SubscribableEventType {
   return (SUBSCRIBABLE_EVENT_TYPES as readonly string[]).includes(value);
 }
 
-export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead'] as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+export type DeliveryStatus = 'pending' | 'delivered' | 'dead';
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead'] as const satisfies readonly DeliveryStatus[];
 
 /** Acts a participant can perform through the control routes (`delivered` comes from delivery itself). */
-export const PARTICIPANT_ACTS = ['read', 'approved', 'signed', 'consent_given', 'consent_declined', 'submitted'] as const;
-export type ParticipantAct = (typeof PARTICIPANT_ACTS)[number];
+export type ParticipantAct = 'read' | 'approved' | 'signed' | 'consent_given' | 'consent_declined' | 'submitted';
+export const PARTICIPANT_ACTS = [
+  'read',
+  'approved',
+  'signed',
+  'consent_given',
+  'consent_declined',
+  'submitted',
+] as const satisfies readonly ParticipantAct[];
 
 export type ParticipantState = 'pending' | 'held' | 'delivered' | 'undeliverable';
 export type CorrespondenceStatus = 'live' | 'sealed' | 'withdrawn';
 
-export const PLANES = ['sandbox', 'live'] as const;
-export type Plane = (typeof PLANES)[number];
+export type Plane = 'sandbox' | 'live';
+export const PLANES = ['sandbox', 'live'] as const satisfies readonly Plane[];
+
+// Each union above is written out so that the public API needs no list to name it; each list holds every member.
+type Unlisted =
+  | Exclude<DeliveryStatus, (typeof DELIVERY_STATUSES)[number]>
+  | Exclude<ParticipantAct, (typeof PARTICIPANT_ACTS)[number]>
+  | Exclude<Plane, (typeof PLANES)[number]>;
+const everyMemberListed: [Unlisted] extends [never] ? true : Unlisted = true;
+void everyMemberListed;
 
 export const KEY_PREFIXES: Readonly<Record<Plane, string>> = { sandbox: 'svc_sandbox_', live: 'svc_live_' };

@@ -31,27 +31,6 @@ export interface EventSummary {
   correspondence_id: string | null;
 }
 
-export interface EventDetail extends EventSummary {
-  data: Record<string, unknown>;
-}
-
-export interface ClaimView {
-  claim_id: string;
-  correspondence_id: string;
-  participant_id: string;
-  status: 'open' | 'claimed' | 'expired';
-}
-
-export interface SandboxStats {
-  seed: number;
-  events: number;
-  correspondences: number;
-  endpoints: number;
-  deliveries: Record<DeliveryStatus, number> & { total: number };
-  in_flight: number;
-  busy: number;
-}
-
 /**
  * What the `/sandbox/...` control routes do, callable in-process. Not part of the
  * service: it stands in for recipients, the portal and the network.
@@ -62,8 +41,8 @@ export interface SandboxControl {
   listCorrespondence(): CorrespondenceView[];
   /** Every event generated, in order. */
   events(filter?: { type?: string; correspondenceId?: string }): EventSummary[];
-  event(eventId: string): EventDetail;
-  claims(): ClaimView[];
+  event(eventId: string): EventSummary & { data: Record<string, unknown> };
+  claims(): Array<{ claim_id: string; correspondence_id: string; participant_id: string; status: 'open' | 'claimed' | 'expired' }>;
 
   act(participantId: string, act: ParticipantAct): EventSummary[];
   /** The recipient verified: its held items deliver, each firing participant.acted (act delivered). */
@@ -109,7 +88,15 @@ export interface SandboxControl {
 
   wallet(): { balance: number; currency: string; price_per_recipient: number };
   fundWallet(amount: number): { balance: number; currency: string; price_per_recipient: number };
-  stats(): SandboxStats;
+  stats(): {
+    seed: number;
+    events: number;
+    correspondences: number;
+    endpoints: number;
+    deliveries: Record<DeliveryStatus, number> & { total: number };
+    in_flight: number;
+    busy: number;
+  };
   /** Resolves once no delivery is pending and no queued send is draining. */
   waitForIdle(timeoutMs?: number): Promise<void>;
 }

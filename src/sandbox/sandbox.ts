@@ -3,10 +3,9 @@ import { DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_RETRY_SCHEDULE } from './defaults.j
 import type { AddressInfo } from 'node:net';
 import type express from 'express';
 import { Agent, type Dispatcher as HttpDispatcher } from 'undici';
-import { systemClock, type Clock } from '../clock.js';
+import { systemClock } from '../clock.js';
 import { ConfigError, PostroomError } from '../errors.js';
 import { silentLogger, type Logger } from '../logging/logger.js';
-import type { SignedPayloadScheme } from '../signature/index.js';
 import { VERSION } from '../version.js';
 import { createActivity, createTimers } from './activity.js';
 import { createSandboxApp } from './app.js';
@@ -20,19 +19,20 @@ import { createEventLog } from './events.js';
 import { createFaults, type FaultConfig } from './faults.js';
 import { createIdempotencyStore } from './idempotency.js';
 import { createIdFactory } from './ids.js';
-import { createKeyStore, generateKey, parseKeySpec, type KeySpec } from './keys.js';
+import type { Scope } from './catalogue.js';
+import { createKeyStore, generateKey, parseKeySpec } from './keys.js';
 import { randomSeed } from './prng.js';
 import { createApiRouter } from './routes/api.js';
 import { createControlRouter } from './routes/control.js';
 import { createWebhooksRouter } from './routes/webhooks.js';
 import { createState } from './state.js';
 import { createTriggers } from './trigger.js';
-import { publicOnlyLookup, type LookupAll } from './url-policy.js';
-import { createWallet, type WalletOptions } from './wallet.js';
+import { publicOnlyLookup } from './url-policy.js';
+import { createWallet } from './wallet.js';
 
 export interface SandboxOptions {
   /** API keys, as `"<key>[:<scope>,…]"` or `{ key, scopes }`; without scopes a key has them all. Default: one generated sandbox key. */
-  keys?: ReadonlyArray<string | KeySpec>;
+  keys?: ReadonlyArray<string | { key: string; scopes?: readonly Scope[] }>;
   /** Admit loopback/private webhook targets, and plain http to them (tests, the local demo). */
   allowPrivateTargets?: boolean;
   /** Seconds to wait before attempts 2, 3, …; fractions allowed (compressed in tests). Default [1, 5, 25, 125, 625]. */
@@ -41,15 +41,16 @@ export interface SandboxOptions {
   attemptTimeoutMs?: number;
   /** Seeds every fault decision. Default: random (see `sandbox.seed`). */
   seed?: number;
-  /** What the signature covers; the spec's is `body`. */
-  signedPayload?: SignedPayloadScheme;
+  /** What the signature covers: the spec's is `body`; `timestamp.body` signs `<t>.<body>`. */
+  signedPayload?: 'body' | 'timestamp.body';
   faults?: Partial<FaultConfig>;
-  clock?: Clock;
+  /** Stamps records, events and signatures (milliseconds since the epoch); waiting uses real timers. */
+  clock?: { now(): number };
   logger?: Logger;
   /** HTTP dispatcher for deliveries (undici). Default: an Agent that, unless private targets are allowed, refuses to connect to non-public addresses. */
   http?: HttpDispatcher;
-  /** DNS for the create-time URL check. */
-  lookup?: LookupAll;
+  /** DNS for the create-time URL check: every address a host name resolves to. */
+  lookup?: (hostname: string) => Promise<Array<{ address: string; family: number }>>;
   /** Concurrent delivery attempts. Default 64. */
   maxConcurrency?: number;
   /** How long a queued (202) send takes to drain. Default 250 ms. */
@@ -57,7 +58,8 @@ export interface SandboxOptions {
   /** Sends to more recipients than this are queued (202). Default 10. */
   queuedSendThreshold?: number;
   maxBodyBytes?: number;
-  wallet?: WalletOptions;
+  /** The live plane's wallet: opening balance and the price of one recipient (minor units). */
+  wallet?: { balance?: number; currency?: string; pricePerRecipient?: number };
   organization?: { id: string; name: string };
 }
 

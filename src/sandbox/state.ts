@@ -117,17 +117,17 @@ export interface CorrespondenceView {
   subject: string;
   content_type: string;
   document_ids: string[];
-  status: CorrespondenceStatus;
+  status: 'live' | 'sealed' | 'withdrawn';
   created_at: string;
   updated_at: string;
   participants: Array<{
     participant_id: string;
     ref: string;
-    state: ParticipantState;
+    state: 'pending' | 'held' | 'delivered' | 'undeliverable';
     last_act: string | null;
     last_act_at: string | null;
   }>;
-  send_summary: SendSummary | null;
+  send_summary: { delivered: number; held: number; undeliverable: number; total: number } | null;
 }
 
 export function correspondenceView(c: Correspondence): CorrespondenceView {

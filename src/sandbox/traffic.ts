@@ -5,16 +5,11 @@ import { outcomeFor, type Addressing } from './addressing.js';
 import { PARTICIPANT_ACTS } from './catalogue.js';
 import { createPrng, randomSeed, type Prng } from './prng.js';
 
-/** A running sandbox: base URL (no /sender/v2) and a key. A `Sandbox` satisfies it. */
-export interface TrafficTarget {
-  readonly url: string;
-  readonly apiKey: string;
-}
-
 export type TrafficOp = 'send' | 'act' | 'verify' | 'seal' | 'withdraw' | 'attach' | 'claim' | 'campaign';
 
 export interface TrafficOptions {
-  target: TrafficTarget;
+  /** A running sandbox: its base URL (no /sender/v2) and a key. A `Sandbox` is one. */
+  target: { readonly url: string; readonly apiKey: string };
   /** Same seed, same sequence of decisions. Default random (reported in the counters). */
   seed?: number;
   /** Operations per second (each is one or two HTTP calls). Default 20. */

@@ -2,7 +2,8 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient, type ApiClient, type ApiError } from '../../src/client/index.js';
 import { createLogger } from '../../src/logging/logger.js';
-import { generateKey, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { generateKey } from '../../src/sandbox/keys.js';
 import { caught } from './support.js';
 
 const recipient = (n: number) => ({ addressing: { type: 'nin', nin: `1000000000${n}` }, display_name: `R${n}`, ref: `emp-${n}` });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '../../src/signature/index.js';
-import { isPublicAddress, type LookupAll, type Sandbox } from '../../src/sandbox/index.js';
+import type { Sandbox } from '../../src/sandbox/index.js';
+import { isPublicAddress, type LookupAll } from '../../src/sandbox/url-policy.js';
 import { call, captureServer, letter, NIN, sandbox, type CaptureServer } from './helpers.js';
 
 const KEY = 'svc_sandbox_endpoints_test';
