@@ -1,4 +1,5 @@
 import express from 'express';
+import { Registry } from 'prom-client';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as api from '../../src/index.js';
@@ -55,6 +56,24 @@ describe.each(kinds)('postroom as a library in your own app (%s)', (kind) => {
   it('asks for the signing secret instead of receiving unverified', () => {
     const postroom = createPostroom({ db: store.db });
     expect(() => postroom.router()).toThrow(/need the webhook signing secret/);
+  });
+});
+
+describe('metrics for an embedder', () => {
+  it("counts into the application's registry through createMetrics, and refuses a handle createMetrics did not make", async () => {
+    const registry = new Registry();
+    const metrics = api.createMetrics({ registry });
+    expect(metrics.registry).toBe(registry);
+    // Port 9 (discard) refuses the connection: one attempt, counted as a network failure.
+    const client = api.createApiClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'svc_sandbox_library', metrics, maxAttempts: 1 });
+    await expect(client.me()).rejects.toMatchObject({ code: 'network_error' });
+    await client.close();
+    expect(await registry.getSingleMetricAsString('postroom_api_requests_total')).toContain(
+      'postroom_api_requests_total{operation="me",status_class="network"} 1',
+    );
+    expect(() => api.createApiClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'svc_sandbox_library', metrics: { registry } })).toThrow(
+      api.ConfigError,
+    );
   });
 });
 
