@@ -49,11 +49,12 @@ export async function listAudit(
 ): Promise<ConsoleAuditRow[]> {
   const params: unknown[] = [options.limit];
   const where: string[] = [];
-  if (options.before !== undefined) where.push(`audit_id < $${params.push(options.before)}`);
-  if (options.since !== undefined) where.push(`at >= $${params.push(options.since)}`);
-  if (options.actor !== undefined) where.push(`actor = $${params.push(options.actor)}`);
+  if (options.before !== undefined) where.push(`a.audit_id < $${params.push(options.before)}`);
+  if (options.since !== undefined) where.push(`a.at >= $${params.push(options.since)}`);
+  if (options.actor !== undefined) where.push(`a.actor = $${params.push(options.actor)}`);
   const res = await q.query<ConsoleAuditRow>(
-    `SELECT ${COLUMNS} FROM console_audit ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY audit_id DESC LIMIT $1`,
+    // Ordered by the table's audit_id (the primary key), not the int selected under that name.
+    `SELECT ${COLUMNS} FROM console_audit a ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY a.audit_id DESC LIMIT $1`,
     params,
   );
   return res.rows;

@@ -65,6 +65,8 @@ export function maskText(text: string): string {
 /** A copy of a parsed value with personal data masked by key and by shape (keys included); depth-bounded. */
 export function maskValue(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return maskText(value);
+  // A NIN sent as a JSON number.
+  if (typeof value === 'number' && /^\d{11}$/.test(String(value))) return MASK.nin;
   if (value === null || typeof value !== 'object') return value;
   if (depth > 64) return MASK.value;
   if (Array.isArray(value)) return value.map((v) => maskValue(v, depth + 1));

@@ -136,7 +136,7 @@ export function createRouter(deps: RouterDeps): (req: http.IncomingMessage, res:
 
     const session = who.session;
     if (!session) {
-      if (method === 'GET') return redirect(res, urls.login(`${url.pathname}${url.search}`), cookies);
+      if (method === 'GET' && !who.proxyMissing) return redirect(res, urls.login(`${url.pathname}${url.search}`), cookies);
       return page(401, undefined, (ctx) => h(Login, { ctx, next: undefined, failed: false, proxyOnly: access.proxyOnly }));
     }
     const identity = session.identity;

@@ -1,7 +1,9 @@
 /** Every link the console makes: paths under /console with data encoded, so a view's URL can be pasted into a chat. */
 export const BASE = '/console';
 
-const enc = encodeURIComponent;
+/** encodeURIComponent, which throws on an unpaired surrogate: such a character (which no stored id can hold) becomes U+FFFD. */
+const enc = (value: string): string =>
+  encodeURIComponent(value.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD'));
 
 export function withQuery(path: string, query: Record<string, string | number | undefined | null>): string {
   const parts = Object.entries(query)

@@ -206,8 +206,9 @@ export async function pageGaps(
   if (filter.before !== undefined) where.push(`gap_id < $${params.push(filter.before)}`);
   // With a status, reconcile_gaps_status_id_idx walked backwards; without, the primary key.
   const res = await q.query<Gap>(
-    `SELECT ${GAP_COLUMNS} FROM reconcile_gaps ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-     ORDER BY ${filter.status ? 'status DESC, ' : ''}gap_id DESC LIMIT $1`,
+    // Ordered by the table's gap_id, not the int the list selects under that name: the index serves only the column.
+    `SELECT ${GAP_COLUMNS} FROM reconcile_gaps g ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+     ORDER BY ${filter.status ? 'g.status DESC, ' : ''}g.gap_id DESC LIMIT $1`,
     params,
   );
   return res.rows;

@@ -141,7 +141,8 @@ const RUN_COLUMNS = 'run_id::int AS run_id, started_at, finished_at, outcome, dr
 /** Runs newest first, older than run `before` when given (the primary key: a page costs the same at any age). */
 export async function listRuns(q: Queryable, options: { before?: number | undefined; limit: number }): Promise<RunRecord[]> {
   const res = await q.query<RunRecord>(
-    `SELECT ${RUN_COLUMNS} FROM reconcile_runs WHERE ($1::bigint IS NULL OR run_id < $1) ORDER BY run_id DESC LIMIT $2`,
+    // Ordered by the table's run_id, not the int selected under that name: the primary key serves only the column.
+    `SELECT ${RUN_COLUMNS} FROM reconcile_runs r WHERE ($1::bigint IS NULL OR r.run_id < $1) ORDER BY r.run_id DESC LIMIT $2`,
     [options.before ?? null, options.limit],
   );
   return res.rows;
