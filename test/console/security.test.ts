@@ -135,7 +135,7 @@ describe('the console on the admin listener', () => {
     const other = consoleClient(admin);
     await other.login(OPERATOR);
     const foreign = await other.csrf();
-    for (const form of [{}, { _csrf: '' }, { _csrf: 'forged' }, { _csrf: foreign }]) {
+    for (const form of [{}, { _csrf: '' }, { _csrf: 'forged' }, { _csrf: foreign }] as Array<Record<string, string>>) {
       const res = await c.post('/console/events/evt_dead_1/replay', form);
       expect(res.status, JSON.stringify(form)).toBe(403);
     }

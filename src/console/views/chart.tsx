@@ -56,7 +56,8 @@ export const BarChart: FC<{ w: ChartWindow }> = ({ w }) => {
           }),
         )}
         <text class="tick" x={0} y={HEIGHT + 12}>
-          {when(w.from).slice(11, 16)}
+          {/* A day's window starts and ends at the same time of day: its start says which day. */}
+          {w.bucketSeconds * w.buckets > 3 * 3600 ? when(w.from).slice(5, 16) : when(w.from).slice(11, 16)}
         </text>
         <text class="tick" x={WIDTH} y={HEIGHT + 12} text-anchor="end">
           {when(new Date(w.from.getTime() + w.buckets * w.bucketSeconds * 1000)).slice(11, 16)} UTC
