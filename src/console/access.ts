@@ -20,8 +20,12 @@ export interface Resolved {
 
 export interface Access {
   resolve(req: http.IncomingMessage): Resolved;
-  /** A session for the holder of this token (a new session id every login), or undefined. */
-  login(req: http.IncomingMessage, token: string): { session: Session; cookie: string } | undefined;
+  /**
+   * A session for the holder of this token (a new session id every login), or undefined. `localOnly`: only
+   * the token `postroom console` made for its run, the one a link may carry (a tokens file's token is typed
+   * into the form, so a link cannot log a browser in as someone else).
+   */
+  login(req: http.IncomingMessage, token: string, options?: { localOnly?: boolean }): { session: Session; cookie: string } | undefined;
   logout(req: http.IncomingMessage, session: Session): string;
   /** The form's CSRF token is the session's own (compared in constant time). */
   csrfOk(session: Session, given: string | null): boolean;
@@ -92,10 +96,10 @@ export function createAccess(options: { config: ConsoleConfig; clock: Clock; loc
       }
       return { session, cookies: [], proxyMissing: header !== undefined && !tokensConfigured && !session, refused: undefined };
     },
-    login(req, token) {
+    login(req, token, loginOptions = {}) {
       if (!book || token.length > 512) return undefined;
       const identity: Identity | undefined = book.verify(token);
-      if (!identity) return undefined;
+      if (!identity || (loginOptions.localOnly && identity.via !== 'local')) return undefined;
       const session = sessions.create(identity, digestOf(token));
       return { session, cookie: cookie(req, session.id) };
     },

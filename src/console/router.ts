@@ -75,7 +75,27 @@ const statusOf = (err: unknown): number => {
 export function createRouter(deps: RouterDeps): (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> {
   const { db, access, actions } = deps;
 
-  return async function route(req, res) {
+  // A request the console cannot use (a field too long, a form too large) is answered, not logged as a failure.
+  return async (req, res) => {
+    try {
+      await route(req, res);
+    } catch (err) {
+      if (!isPostroomError(err) || err.code !== 'bad_request' || res.headersSent) throw err;
+      sendHtml(
+        res,
+        statusOf(err),
+        await html(
+          h(Message, {
+            ctx: { identity: undefined, csrf: undefined, flash: undefined, assetVersion: ASSET_VERSION },
+            title: 'Bad request',
+            text: err.message,
+          }),
+        ),
+      );
+    }
+  };
+
+  async function route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://console.invalid');
     const method = req.method === 'HEAD' ? 'GET' : req.method;
     const parts = segments(url.pathname);
@@ -111,7 +131,7 @@ export function createRouter(deps: RouterDeps): (req: http.IncomingMessage, res:
         const token = url.searchParams.get('token');
         if (token !== null) {
           // `postroom console` prints a link with its token: log in, then drop the token from the address bar.
-          const done = access.login(req, token);
+          const done = access.login(req, token, { localOnly: true });
           if (done) return redirect(res, BASE, [done.cookie]);
           return page(401, undefined, (ctx) => h(Login, { ctx, next: undefined, failed: true, proxyOnly: access.proxyOnly }));
         }
@@ -121,7 +141,12 @@ export function createRouter(deps: RouterDeps): (req: http.IncomingMessage, res:
         );
       }
       if (method === 'POST') {
-        const form = await readForm(req);
+        let form: URLSearchParams;
+        try {
+          form = await readForm(req);
+        } catch (err) {
+          return page(statusOf(err), undefined, (ctx) => h(Message, { ctx, title: 'Refused', text: (err as Error).message }));
+        }
         const done = access.login(req, form.get('token') ?? '');
         if (!done) {
           deps.logger.warn({ remote: req.socket.remoteAddress }, 'console login refused: wrong token');
@@ -328,7 +353,7 @@ export function createRouter(deps: RouterDeps): (req: http.IncomingMessage, res:
       if (query.to) parts.push(`before ${query.to}`);
       return { filter, description: parts.join(' ') };
     }
-  };
+  }
 }
 
 /** The filters as query-string values, the empty ones left out. */

@@ -102,11 +102,18 @@ describe('the console on the admin listener', () => {
       expect(res.status, wrong).toBe(401);
       expect(res.headers.get('set-cookie')).toBeNull();
     }
+    // A link cannot carry a token of the file: only `postroom console`'s own token logs in from an address.
+    const link = await c.get(`/console/login?token=${encodeURIComponent(OPERATOR)}`);
+    expect(link.status).toBe(401);
+    expect(link.headers.get('set-cookie')).toBeNull();
+    const json = await fetch(`${admin}/console/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(json.status).toBe(415);
     const ok = await c.login(VIEWER);
     expect(ok.status).toBe(303);
     const cookie = ok.headers.get('set-cookie')!;
     expect(cookie).toMatch(/^postroom_console=[A-Za-z0-9_-]{43}; Path=\/console; HttpOnly; SameSite=Strict$/);
     expect((await c.get('/console')).status).toBe(200);
+    expect((await c.get(`/console/find?q=${'x'.repeat(300)}`)).status).toBe(400);
   });
 
   it('lets a viewer look but not act, even with its CSRF token', async () => {
