@@ -29,7 +29,8 @@ h1 { font-size: 1.5em; margin: .2em 0 .6em; overflow-wrap: anywhere; }
 h2 { font-size: 1.15em; margin: 1.4em 0 .5em; }
 table { border-collapse: collapse; width: 100%; margin: .4em 0 1em; font-size: .93em; }
 caption { text-align: left; color: var(--muted); padding: .2em 0; }
-th, td { text-align: left; vertical-align: top; padding: .3em .5em; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
+th, td { text-align: left; vertical-align: top; padding: .3em .5em; border-bottom: 1px solid var(--line); overflow-wrap: break-word; }
+td.id { overflow-wrap: anywhere; min-width: 8em; }
 th { background: var(--panel); }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .id, .time, code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .92em; }
