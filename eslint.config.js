@@ -33,7 +33,7 @@ export default tseslint.config(
   {
     // Layering: src/app is the only composition root and src/cli the only command-line adapter.
     // Domain code (everything else under src/) imports neither; app may not import cli either.
-    files: ['src/**/*.ts'],
+    files: ['src/**/*.{ts,tsx}'],
     ignores: ['src/app/**', 'src/cli/**', 'src/index.ts'],
     rules: {
       'no-restricted-imports': [

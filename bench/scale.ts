@@ -37,6 +37,7 @@ import { median, startPostroom } from './lib/receivers.js';
 import { SANDBOX_KEY, cli, control, startSandbox } from './lib/cli.js';
 import { table, writeResult } from './lib/report.js';
 import { requireWrk, runWrk, writeRequests } from './lib/wrk.js';
+import { benchConsoleScale } from './console-scale.js';
 
 const SECRET = 'whsec_bench_7c4f0d2b9e8a41f6a3c5b1e0d9f8a7b6';
 const CHUNK = 500_000;
@@ -252,4 +253,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     rounds: Number(process.env.BENCH_SCALE_ROUNDS ?? 3),
   });
   console.log(`\nwrote ${writeResult('scale', result)}`);
+  // The console's pages on an inbox of the large size (bench/console-scale.ts).
+  const pages = await benchConsoleScale({ rows: Number(process.env.BENCH_SCALE_ROWS ?? 10_000_000) });
+  console.log(`\nwrote ${writeResult('console-scale', pages)}`);
 }

@@ -18,6 +18,7 @@ import { VERSION } from '../version.js';
 import { loadOrCreateDevSecret } from './dev-secret.js';
 import { createClosingServer, type ClosingServer } from './closing-server.js';
 import { createHttpApp, metricsText } from './http-app.js';
+import { buildConsole, placeConsole } from './console-listener.js';
 import { createReadiness } from './readiness.js';
 import { createSchemaGate, type SchemaGate } from './schema-gate.js';
 import { refreshStoreGauges } from './store-gauges.js';
@@ -86,6 +87,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     if (!cipher) secrets = staticSecrets(configuredSecrets);
   }
   let endpointSecrets: EndpointSecretProvider | undefined;
+  // Before anything opens: a console configured where it cannot be served is a configuration error.
+  const placement = placeConsole(config);
 
   const ownsDb = options.db === undefined;
   const db = options.db ?? (await openDb(config, logger));
@@ -95,6 +98,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   let gate: SchemaGate | undefined;
   let web: ClosingServer | undefined;
   let metricsWeb: ClosingServer | undefined;
+  let consoleWeb: ClosingServer | undefined;
+  let consoleApp: Awaited<ReturnType<typeof buildConsole>> | undefined;
 
   try {
     if (options.migrate !== false) await migrate(db, { logger });
@@ -146,8 +151,23 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     server.keepAliveTimeout = 5000;
     server.maxHeadersCount = 200;
     await listen(server, config.ingress.port, config.ingress.host);
+    if (placement.kind === 'off') logger.info(placement.hint);
+    else consoleApp = await buildConsole({ config, db, logger, metrics, clock });
+    const admin = consoleApp?.console;
+    if (placement.kind === 'own') {
+      consoleWeb = createClosingServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
+        if (!admin!.handle(req, res)) res.writeHead(404).end();
+      });
+      await listen(consoleWeb.server, placement.port, placement.host);
+      logger.info(
+        { url: `http://${hostForUrl(placement.host)}:${(consoleWeb.server.address() as AddressInfo).port}/console` },
+        'console is serving',
+      );
+    }
     if (config.metricsPort !== undefined) {
+      const withConsole = placement.kind === 'metrics' ? admin : undefined;
       metricsWeb = createClosingServer({}, (req, res) => {
+        if (withConsole?.handle(req, res)) return;
         if (req.url !== '/metrics') {
           res.writeHead(404).end();
           return;
@@ -158,6 +178,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         );
       });
       await listen(metricsWeb.server, config.metricsPort, config.ingress.host);
+      if (withConsole)
+        logger.info(
+          { url: `http://${hostForUrl(config.ingress.host)}:${(metricsWeb.server.address() as AddressInfo).port}/console` },
+          'console is serving',
+        );
     }
 
     const deps: ComponentDeps = { config, db, logger, metrics, clock };
@@ -192,7 +217,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     }
 
     const port = (server.address() as AddressInfo).port;
-    const host = config.ingress.host.includes(':') ? `[${config.ingress.host}]` : config.ingress.host;
+    const host = hostForUrl(config.ingress.host);
     let closing: Promise<void> | undefined;
     const closingWeb = web;
     return {
@@ -207,6 +232,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           readiness.setDraining();
           await closingWeb.close(Math.max(100, deadline - Date.now() - 1000));
           if (metricsWeb) await metricsWeb.close(500);
+          if (consoleWeb) await consoleWeb.close(500);
+          await consoleApp?.close();
           await writer?.close();
           await endpointSecrets?.close().catch(() => undefined);
           // Components still waiting for migrations never start; one starting now finishes first, then stops.
@@ -229,10 +256,14 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     await endpointSecrets?.close().catch(() => undefined);
     if (web?.server.listening) web.server.close();
     if (metricsWeb?.server.listening) metricsWeb.server.close();
+    if (consoleWeb?.server.listening) consoleWeb.server.close();
+    await consoleApp?.close().catch(() => undefined);
     if (ownsDb) await db.close().catch(() => undefined);
     throw err;
   }
 }
+
+const hostForUrl = (host: string): string => (host.includes(':') ? `[${host}]` : host);
 
 function listen(server: http.Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {

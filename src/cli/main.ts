@@ -11,6 +11,7 @@ import { registerDemoCommand } from './commands/demo.js';
 import { registerInboxCommands } from './commands/inbox.js';
 import { registerCorrespondenceCommands } from './commands/correspondence.js';
 import { registerReconcileCommands } from './commands/reconcile.js';
+import { registerConsoleCommand } from './commands/console.js';
 import { registerMigrateCommand } from './commands/migrate.js';
 import { registerSendSampleCommand } from './commands/send-sample.js';
 import { registerServeCommand } from './commands/serve.js';
@@ -24,6 +25,7 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerInboxCommands,
   registerCorrespondenceCommands,
   registerReconcileCommands,
+  registerConsoleCommand,
   registerEndpointsCommands,
   registerDeliveriesCommands,
   registerSendSampleCommand,

@@ -66,6 +66,26 @@ export interface ApiConfig {
   deadlineMs: number;
 }
 
+/** The on-call console (src/console): off unless a credential (tokens file or trusted proxy header) is configured. */
+export interface ConsoleConfig {
+  /** Lines `role:name:token` (role viewer or operator); read again when the file changes. */
+  tokensFile: string | undefined;
+  /** Served on this port; undefined: on the metrics port (POSTROOM_METRICS_PORT), or off when there is none. */
+  port: number | undefined;
+  /** Bound here; 127.0.0.1 unless configured. */
+  host: string;
+  /** Behind an authenticating proxy: the request header naming the user (only then trusted). */
+  trustedUserHeader: string | undefined;
+  /** Users the proxy names who may act (replay, ignore, reconcile, reveal); `*` for everyone. */
+  proxyOperators: string[];
+  /** Users the proxy names who may look; `*` (the default) for everyone it lets through. */
+  proxyViewers: string[];
+  /** Trust X-Forwarded-Proto (set by the proxy in front) to decide on Secure cookies. */
+  trustForwardedProto: boolean;
+  /** A session ends after this long without a request. */
+  sessionIdleMs: number;
+}
+
 export interface Config {
   nodeEnv: string;
   production: boolean;
@@ -83,6 +103,7 @@ export interface Config {
   reconcileMatchWindowMs: number;
   metricsPort: number | undefined;
   shutdownTimeoutMs: number;
+  console: ConsoleConfig;
   /** V8's old-generation growing factor for `serve`, as a percent over 1 (src/app/heap-growth.ts); 0: V8 chooses. */
   heapGrowingPercent: number;
 }
@@ -170,5 +191,29 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     metricsPort: metricsPortRaw === undefined ? undefined : int(env, 'POSTROOM_METRICS_PORT', 0, { min: 1, max: 65535 }),
     shutdownTimeoutMs: int(env, 'POSTROOM_SHUTDOWN_TIMEOUT_MS', 20_000, { min: 100, max: 600_000 }),
     heapGrowingPercent: int(env, 'POSTROOM_HEAP_GROWING_PERCENT', 100, { min: 0, max: 300 }),
+    console: loadConsoleConfig(env, cwd),
+  };
+}
+
+/** An HTTP header name as Node presents it (lower case); validated so a typo cannot name a header nobody sends. */
+const HEADER_NAME = /^[a-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
+
+function loadConsoleConfig(env: Env, cwd: string): ConsoleConfig {
+  const tokensFile = str(env, 'POSTROOM_CONSOLE_TOKENS_FILE');
+  const header = str(env, 'POSTROOM_CONSOLE_TRUSTED_USER_HEADER')?.toLowerCase();
+  if (header !== undefined && !HEADER_NAME.test(header)) {
+    throw new ConfigError('POSTROOM_CONSOLE_TRUSTED_USER_HEADER', 'expected an HTTP header name, e.g. x-forwarded-user');
+  }
+  const consolePort = str(env, 'POSTROOM_CONSOLE_PORT');
+  const viewers = list(env, 'POSTROOM_CONSOLE_PROXY_VIEWERS');
+  return {
+    tokensFile: tokensFile === undefined ? undefined : path.resolve(cwd, tokensFile),
+    port: consolePort === undefined ? undefined : int(env, 'POSTROOM_CONSOLE_PORT', 0, { min: 0, max: 65535 }),
+    host: str(env, 'POSTROOM_CONSOLE_HOST') ?? '127.0.0.1',
+    trustedUserHeader: header,
+    proxyOperators: list(env, 'POSTROOM_CONSOLE_PROXY_OPERATORS'),
+    proxyViewers: viewers.length > 0 ? viewers : ['*'],
+    trustForwardedProto: oneOf(env, 'POSTROOM_CONSOLE_TRUST_FORWARDED_PROTO', ['on', 'off'] as const, 'off') === 'on',
+    sessionIdleMs: int(env, 'POSTROOM_CONSOLE_SESSION_IDLE_MINUTES', 60, { min: 1, max: 7 * 24 * 60 }) * 60_000,
   };
 }

@@ -39,6 +39,9 @@ export interface ReplayFilter {
   status: 'dead' | 'quarantined';
   type?: string | undefined;
   since?: Date | undefined;
+  until?: Date | undefined;
+  correspondenceId?: string | undefined;
+  endpointId?: string | undefined;
 }
 
 export async function countReplayable(q: Queryable, f: ReplayFilter): Promise<number> {

@@ -85,3 +85,23 @@ export async function storeSizing(q: Queryable): Promise<{ indexBytes: number; s
   if (row?.index_bytes == null) return undefined;
   return { indexBytes: Number(row.index_bytes), sharedBuffersBytes: Number(row.shared_buffers_bytes) };
 }
+
+/** Events received and finished per bucket since a time, from inbox_minutes (kept by triggers, migration 022). */
+export interface MinuteCount {
+  bucket: Date;
+  kind: 'received' | 'finished';
+  n: number;
+}
+
+/**
+ * Counts in buckets of `bucketSeconds` (a whole number of minutes) from `since`: a range scan of
+ * inbox_minutes's primary key, at most three days of minutes, whatever the size of the inbox.
+ */
+export async function minuteCounts(q: Queryable, since: Date, bucketSeconds: number): Promise<MinuteCount[]> {
+  const res = await q.query<{ bucket: Date; kind: 'received' | 'finished'; n: string | number }>(
+    `SELECT to_timestamp(floor(extract(epoch FROM minute) / $2) * $2) AS bucket, kind, sum(n)::bigint AS n
+     FROM inbox_minutes WHERE minute >= $1 GROUP BY 1, 2 ORDER BY 1, 2`,
+    [since, bucketSeconds],
+  );
+  return res.rows.map((r) => ({ bucket: new Date(r.bucket), kind: r.kind, n: Number(r.n) }));
+}

@@ -7,6 +7,10 @@ export interface InboxFilter {
   type?: string | undefined;
   /** Received at or after. */
   since?: Date | undefined;
+  /** Received before. */
+  until?: Date | undefined;
+  correspondenceId?: string | undefined;
+  endpointId?: string | undefined;
 }
 
 /**
@@ -30,6 +34,18 @@ export function inboxFilterSql(f: InboxFilter, params: unknown[]): string {
   if (f.since) {
     params.push(f.since);
     where.push(`received_at >= $${params.length}`);
+  }
+  if (f.until) {
+    params.push(f.until);
+    where.push(`received_at < $${params.length}`);
+  }
+  if (f.correspondenceId !== undefined) {
+    params.push(f.correspondenceId);
+    where.push(`correspondence_id = $${params.length}`);
+  }
+  if (f.endpointId !== undefined) {
+    params.push(f.endpointId);
+    where.push(`endpoint_id = $${params.length}`);
   }
   return where.join(' AND ');
 }

@@ -64,3 +64,26 @@ export async function usedExplanationIds(q: Queryable, explanationIds: readonly 
   );
   return new Set(res.rows.map((r) => r.explanation_id));
 }
+
+/** A stored explanation with when and by which run it was found, and the gap it closed. */
+export type ExplanationRecord = StoredExplanation & { run_id: number | null; created_at: Date; used_by_gap: number | null };
+
+/**
+ * What each re-read of a correspondence found different, oldest first, or only the one that wrote a given
+ * synthetic event (reconcile_explanations_correspondence_idx).
+ */
+export async function explanationHistory(
+  q: Queryable,
+  correspondenceId: string,
+  options: { syntheticEventId?: string | undefined; limit: number },
+): Promise<ExplanationRecord[]> {
+  const res = await q.query<ExplanationRecord>(
+    `SELECT explanation_id, correspondence_id, event_type, participant_id, window_from, window_to, anchor, exact, outcome, single,
+            synthetic_event_id, detail, run_id::int AS run_id, created_at, used_by_gap::int AS used_by_gap
+     FROM reconcile_explanations
+     WHERE correspondence_id = $1 AND ($2::text IS NULL OR synthetic_event_id = $2)
+     ORDER BY created_at, explanation_id LIMIT $3`,
+    [correspondenceId, options.syntheticEventId ?? null, options.limit],
+  );
+  return res.rows;
+}

@@ -194,3 +194,37 @@ export async function ignoreGap(q: Queryable, gapId: number, reason: string): Pr
   );
   return res.rows[0];
 }
+
+/** Gaps newest first (by id), of one status when given, older than gap `before`: a page costs the same at any age. */
+export async function pageGaps(
+  q: Queryable,
+  filter: { status?: GapStatus | undefined; before?: number | undefined; limit: number },
+): Promise<Gap[]> {
+  const params: unknown[] = [filter.limit];
+  const where: string[] = [];
+  if (filter.status) where.push(`status = $${params.push(filter.status)}`);
+  if (filter.before !== undefined) where.push(`gap_id < $${params.push(filter.before)}`);
+  // With a status, reconcile_gaps_status_id_idx walked backwards; without, the primary key.
+  const res = await q.query<Gap>(
+    // Ordered by the table's gap_id, not the int the list selects under that name: the index serves only the column.
+    `SELECT ${GAP_COLUMNS} FROM reconcile_gaps g ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+     ORDER BY ${filter.status ? 'g.status DESC, ' : ''}g.gap_id DESC LIMIT $1`,
+    params,
+  );
+  return res.rows;
+}
+
+/** The gaps whose delivery named this correspondence (reconcile_gaps_correspondence_idx). */
+export async function gapsOfCorrespondence(q: Queryable, correspondenceId: string, limit: number): Promise<Gap[]> {
+  const res = await q.query<Gap>(`SELECT ${GAP_COLUMNS} FROM reconcile_gaps WHERE correspondence_id = $1 ORDER BY gap_id DESC LIMIT $2`, [
+    correspondenceId,
+    limit,
+  ]);
+  return res.rows;
+}
+
+/** The gap recorded for an event id (its unique index), whatever the id looks like. */
+export async function gapOfEvent(q: Queryable, eventId: string): Promise<Gap | undefined> {
+  const res = await q.query<Gap>(`SELECT ${GAP_COLUMNS} FROM reconcile_gaps WHERE event_id = $1`, [eventId]);
+  return res.rows[0];
+}

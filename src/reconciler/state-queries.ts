@@ -123,3 +123,43 @@ export async function eventIdsInInbox(q: Queryable, ids: readonly string[]): Pro
   const res = await q.query<{ event_id: string }>('SELECT event_id FROM inbox WHERE event_id = ANY($1::text[])', [ids]);
   return new Set(res.rows.map((r) => r.event_id));
 }
+
+/** A reconcile run as listings show it. */
+export interface RunRecord {
+  run_id: number;
+  started_at: Date;
+  finished_at: Date | null;
+  outcome: 'running' | 'clean' | 'gaps_open' | 'failed' | 'interrupted';
+  dry_run: boolean;
+  holder: string | null;
+  summary: Record<string, unknown> | null;
+  error: string | null;
+}
+
+const RUN_COLUMNS = 'run_id::int AS run_id, started_at, finished_at, outcome, dry_run, holder, summary, error';
+
+/** Runs newest first, older than run `before` when given (the primary key: a page costs the same at any age). */
+export async function listRuns(q: Queryable, options: { before?: number | undefined; limit: number }): Promise<RunRecord[]> {
+  const res = await q.query<RunRecord>(
+    // Ordered by the table's run_id, not the int selected under that name: the primary key serves only the column.
+    `SELECT ${RUN_COLUMNS} FROM reconcile_runs r WHERE ($1::bigint IS NULL OR r.run_id < $1) ORDER BY r.run_id DESC LIMIT $2`,
+    [options.before ?? null, options.limit],
+  );
+  return res.rows;
+}
+
+export async function getRun(q: Queryable, runId: number): Promise<RunRecord | undefined> {
+  const res = await q.query<RunRecord>(`SELECT ${RUN_COLUMNS} FROM reconcile_runs WHERE run_id = $1`, [runId]);
+  return res.rows[0];
+}
+
+/** How far the reconciler's walk of each endpoint's delivery list got (one row per endpoint and delivery status). */
+export async function walkWatermarks(
+  q: Queryable,
+): Promise<Array<{ endpoint_id: string; delivery_status: string; watermark: Date | null; resuming: boolean; updated_at: Date }>> {
+  const res = await q.query<{ endpoint_id: string; delivery_status: string; watermark: Date | null; resuming: boolean; updated_at: Date }>(
+    `SELECT endpoint_id, delivery_status, watermark, resume_cursor IS NOT NULL AS resuming, updated_at
+     FROM reconcile_watermarks ORDER BY endpoint_id, delivery_status LIMIT 200`,
+  );
+  return res.rows;
+}
