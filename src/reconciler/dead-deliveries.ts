@@ -2,21 +2,24 @@ import type { WebhookDelivery } from '../client/types.js';
 import { isApiError } from '../client/errors.js';
 import type { Db } from '../db/types.js';
 import type { Logger } from '../logging/logger.js';
-import { PROJECTED_TYPES } from '../projection/rules.js';
+import { eventTypeTraits, eventTypesWhere } from '../events/type-table.js';
 import { upsertGaps, type NewGap } from './gap-queries.js';
 import { completeWalk, eventIdsInInbox, getWatermark, saveResumePoint } from './state-queries.js';
 import type { ReconcileOptions, ReconcileProgress, ReconcilerApi } from './types.js';
 
 /**
- * Event types whose effect a re-read of their correspondence recovers: what the
- * projection applies, plus claims (their effect is a participant's state). Others
- * (wallet, campaign) have nothing to re-read: their gaps stay open for on-call.
+ * Event types about a correspondence, whose gaps a re-read of files can account
+ * for. Others (wallet, campaign) have nothing to re-read: their gaps stay open for on-call.
  */
-export const CORRESPONDENCE_SCOPED_TYPES: readonly string[] = [...PROJECTED_TYPES, 'claim.claimed', 'claim.expired'];
-const CORRESPONDENCE_SCOPED = new Set<string>(CORRESPONDENCE_SCOPED_TYPES);
+export const CORRESPONDENCE_SCOPED_TYPES: readonly string[] = eventTypesWhere((t) => t.about === 'correspondence');
 
-export function isCorrespondenceScoped(type: string): boolean {
-  return CORRESPONDENCE_SCOPED.has(type);
+function isCorrespondenceScoped(type: string): boolean {
+  return eventTypeTraits(type)?.about === 'correspondence';
+}
+
+/** A dead delivery of a type sent only on request (the test operation's) is nothing missed. */
+function isOnRequest(type: string): boolean {
+  return eventTypeTraits(type)?.delivery === 'on_request';
 }
 
 /** Some deliveries may name their correspondence (a field the spec does not show); use it when present. */
@@ -85,7 +88,7 @@ export async function walkDeadDeliveries(
       const created = Date.parse(d.created_at);
       if (!Number.isNaN(created) && (maxSeen === null || created > maxSeen.getTime())) maxSeen = new Date(created);
       if ((!Number.isNaN(created) && created < skipBefore) || created < since) totals.skipped++;
-      else if (d.event_type !== 'webhook.test') fresh.push(d);
+      else if (!isOnRequest(d.event_type)) fresh.push(d);
     }
     const present = await eventIdsInInbox(
       db,

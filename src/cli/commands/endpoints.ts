@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { ApiClient, WebhookEndpoint } from '../../client/index.js';
 import { PostroomError, describeError } from '../../errors.js';
-import { EVENT_TYPE_LABELS } from '../../metrics/labels.js';
+import { eventTypeTraits, eventTypesWhere } from '../../events/type-table.js';
 import { secretCipherFromConfig } from '../../secrets/from-config.js';
 import { describeEndpointSecrets, recordEndpoint, retireEndpoint, saveEndpointSecret, updateKnownEndpoint } from '../../secrets/store.js';
 import { apiClientFor, bestEffort, confirmLiveWrite, secretStoreFor, type SecretStore } from '../api.js';
@@ -9,8 +9,8 @@ import type { CliContext } from '../context.js';
 import { parseCount, parseDuration } from '../duration.js';
 import { printJson, printTable } from '../output.js';
 
-/** webhook.test is sent to every endpoint and cannot be subscribed to. */
-export const SUBSCRIBABLE_EVENTS = [...EVENT_TYPE_LABELS].filter((t) => t !== 'webhook.test');
+/** The types an endpoint can subscribe to (the test operation's is sent on request only). */
+const SUBSCRIBABLE_EVENTS: readonly string[] = eventTypesWhere((t) => t.delivery === 'subscribed');
 const EVENT_NAME = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
 /** In --url, stands for the id the service assigns, so the endpoint can point at /webhooks/{endpoint_id} from the start. */
 export const ENDPOINT_ID_PLACEHOLDER = '{endpoint_id}';
@@ -31,18 +31,18 @@ export function parseEvents(ctx: CliContext, raw: readonly string[]): string[] {
       `--events: expected one or more event types, e.g. --events participant.acted,correspondence.sealed (known: ${SUBSCRIBABLE_EVENTS.join(', ')})`,
     );
   for (const e of events) {
-    if (e === 'webhook.test')
+    const traits = eventTypeTraits(e);
+    if (traits?.delivery === 'on_request')
       throw new PostroomError(
         'invalid_flag',
-        '--events: webhook.test cannot be subscribed to; every endpoint receives it from `postroom endpoints test`',
+        `--events: ${e} cannot be subscribed to; every endpoint receives it from \`postroom endpoints test\``,
       );
     if (!EVENT_NAME.test(e))
       throw new PostroomError(
         'invalid_flag',
         `--events: "${e.slice(0, 60)}" is not an event type; expected names like ${SUBSCRIBABLE_EVENTS.slice(0, 3).join(', ')} (known: ${SUBSCRIBABLE_EVENTS.join(', ')})`,
       );
-    if (!EVENT_TYPE_LABELS.has(e))
-      ctx.io.stderr.write(`warning: --events: ${e} is not in the spec's event catalogue; subscribing anyway\n`);
+    if (traits === undefined) ctx.io.stderr.write(`warning: --events: ${e} is not in the spec's event catalogue; subscribing anyway\n`);
   }
   return events;
 }
