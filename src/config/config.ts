@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { ConfigError } from '../errors.js';
+import { PG_DEFAULTS } from '../db/defaults.js';
 import { DEFAULT_SCHEMA, isValidSchemaName } from '../db/schema.js';
 import { INGRESS_DEFAULTS } from '../ingress/defaults.js';
 import { SIGNED_PAYLOAD_SCHEMES, type SignedPayloadScheme } from '../signature/index.js';
@@ -120,8 +121,8 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     database: {
       url: databaseUrl,
       dataDir,
-      poolSize: int(env, 'POSTROOM_DB_POOL_SIZE', 4, { min: 1, max: 100 }),
-      statementTimeoutMs: int(env, 'POSTROOM_DB_STATEMENT_TIMEOUT_MS', 60_000, { min: 0, max: 3_600_000 }),
+      poolSize: int(env, 'POSTROOM_DB_POOL_SIZE', PG_DEFAULTS.poolSize, { min: 1, max: 100 }),
+      statementTimeoutMs: int(env, 'POSTROOM_DB_STATEMENT_TIMEOUT_MS', PG_DEFAULTS.statementTimeoutMs, { min: 0, max: 3_600_000 }),
       schema,
       preparedStatements: oneOf(env, 'POSTROOM_DB_PREPARED_STATEMENTS', ['on', 'off'] as const, 'on') === 'on',
     },
