@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.js';
 import { PG_DEFAULTS } from '../db/defaults.js';
 import { DEFAULT_SCHEMA, isValidSchemaName } from '../db/schema.js';
 import { INGRESS_DEFAULTS } from '../ingress/defaults.js';
+import { RECONCILE_DEFAULTS } from '../reconciler/defaults.js';
 import { SIGNED_PAYLOAD_SCHEMES, type SignedPayloadScheme } from '../signature/index.js';
 import type { Env } from './env.js';
 import { int, list, oneOf, str, url } from './parse.js';
@@ -167,7 +168,8 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     secretOverlapSeconds: int(env, 'POSTROOM_SECRET_OVERLAP_SECONDS', 86_400, { min: 0, max: 30 * 86_400 }),
     reconcileCron: str(env, 'POSTROOM_RECONCILE_CRON') ?? '*/5 * * * *',
     reconcileConsumedTypes: list(env, 'POSTROOM_RECONCILE_CONSUMED_TYPES'),
-    reconcileMatchWindowMs: int(env, 'POSTROOM_RECONCILE_MATCH_WINDOW_SECONDS', 120, { min: 1, max: 86_400 }) * 1000,
+    reconcileMatchWindowMs:
+      int(env, 'POSTROOM_RECONCILE_MATCH_WINDOW_SECONDS', RECONCILE_DEFAULTS.matchWindowMs / 1000, { min: 1, max: 86_400 }) * 1000,
     metricsPort: metricsPortRaw === undefined ? undefined : int(env, 'POSTROOM_METRICS_PORT', 0, { min: 1, max: 65535 }),
     shutdownTimeoutMs: int(env, 'POSTROOM_SHUTDOWN_TIMEOUT_MS', 20_000, { min: 100, max: 600_000 }),
     heapGrowingPercent: int(env, 'POSTROOM_HEAP_GROWING_PERCENT', 100, { min: 0, max: 300 }),

@@ -3,6 +3,7 @@ import { isApiError } from '../client/errors.js';
 import type { Db } from '../db/types.js';
 import type { Logger } from '../logging/logger.js';
 import { eventTypeTraits, eventTypesWhere } from '../events/type-table.js';
+import { RECONCILE_DEFAULTS } from './defaults.js';
 import { upsertGaps, type NewGap } from './gap-queries.js';
 import { completeWalk, eventIdsInInbox, getWatermark, saveResumePoint } from './state-queries.js';
 import type { ReconcileOptions, ReconcileProgress, ReconcilerApi } from './types.js';
@@ -53,7 +54,7 @@ export async function walkDeadDeliveries(
 ): Promise<WalkTotals> {
   const status = 'dead';
   const dryRun = options.dryRun ?? false;
-  const overlapMs = options.overlapMs ?? 7 * 86_400_000;
+  const overlapMs = options.overlapMs ?? RECONCILE_DEFAULTS.overlapMs;
   const mark = await getWatermark(db, endpointId, status);
   const skipBefore = mark.watermark ? mark.watermark.getTime() - overlapMs : -Infinity;
   const since = options.since?.getTime() ?? -Infinity;
@@ -68,7 +69,7 @@ export async function walkDeadDeliveries(
       page = await api.webhookDeliveries.list({
         status,
         endpoint_id: endpointId,
-        limit: options.pageSize ?? 200,
+        limit: options.pageSize ?? RECONCILE_DEFAULTS.pageSize,
         ...(cursor ? { cursor } : {}),
       });
     } catch (err) {

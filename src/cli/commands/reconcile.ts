@@ -2,12 +2,13 @@ import type { Command } from 'commander';
 import { PostroomError } from '../../errors.js';
 import { systemClock } from '../../clock.js';
 import { auditDelivered } from '../../reconciler/audit.js';
+import { RECONCILE_DEFAULTS } from '../../reconciler/defaults.js';
 import { GAP_STATUSES, getGap, ignoreGap, listGaps, type GapStatus } from '../../reconciler/gap-queries.js';
 import { knownEndpointIds, recordSentCorrespondence, type LockHolder } from '../../reconciler/state-queries.js';
 import type { ReconcileSummary } from '../../reconciler/types.js';
 import { apiClientFor } from '../api.js';
 import type { CliContext } from '../context.js';
-import { parseChoice, parseCount, parseDuration } from '../duration.js';
+import { formatDuration, parseChoice, parseCount, parseDuration } from '../duration.js';
 import { createProgress, printJson, printTable } from '../output.js';
 
 /** Exit codes a script can branch on. */
@@ -31,9 +32,17 @@ function registerReconcile(program: Command, ctx: CliContext): void {
     .option('--dry-run', 'report what would be found and written; change nothing')
     .option('--since <duration>', 'only dead deliveries created within this window, e.g. 24h')
     .option('--endpoint <id>', 'only this endpoint (repeatable; default: every endpoint postroom knows)', collect)
-    .option('--overlap <duration>', 'look again at dead deliveries created this long before the last complete walk', '7d')
-    .option('--at-risk-after <duration>', 'report pending deliveries older than this as at risk', '15m')
-    .option('--concurrency <n>', 're-reads in flight (1-64)', '8')
+    .option(
+      '--overlap <duration>',
+      'look again at dead deliveries created this long before the last complete walk',
+      formatDuration(RECONCILE_DEFAULTS.overlapMs),
+    )
+    .option(
+      '--at-risk-after <duration>',
+      'report pending deliveries older than this as at risk',
+      formatDuration(RECONCILE_DEFAULTS.atRiskAfterMs),
+    )
+    .option('--concurrency <n>', 're-reads in flight (1-64)', String(RECONCILE_DEFAULTS.rereadConcurrency))
     .option('--wait <duration>', 'if another replica is reconciling, wait this long for it to finish (e.g. 2m) instead of exiting 4')
     .option('--json', 'print the summary as JSON')
     .addHelpText(
