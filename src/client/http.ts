@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../logging/logger.js';
 import { createRedactor } from '../logging/redact.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { API_CLIENT_DEFAULTS } from './defaults.js';
 import { ApiError, codeForStatus, type ApiErrorCode } from './errors.js';
 import { backoffDelay, type BackoffPolicy } from '../backoff.js';
 import { DEFAULT_BACKOFF, RETRYABLE_STATUSES, parseRetryAfter } from './retry.js';
@@ -16,7 +17,11 @@ export interface Timeouts {
   bodyMs: number;
 }
 
-export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5000, headersMs: 15_000, bodyMs: 30_000 };
+export const DEFAULT_TIMEOUTS: Timeouts = {
+  connectMs: API_CLIENT_DEFAULTS.connectTimeoutMs,
+  headersMs: API_CLIENT_DEFAULTS.headersTimeoutMs,
+  bodyMs: API_CLIENT_DEFAULTS.bodyTimeoutMs,
+};
 
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { API_CLIENT_DEFAULTS } from '../client/defaults.js';
 import { ConfigError } from '../errors.js';
 import { PG_DEFAULTS } from '../db/defaults.js';
 import { DEFAULT_SCHEMA, isValidSchemaName } from '../db/schema.js';
@@ -154,15 +155,15 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
       baseUrl: url(env, 'POSTROOM_API_BASE_URL', ['http:', 'https:']),
       apiKey,
       apiKeyFile: str(env, 'POSTROOM_API_KEY_FILE'),
-      correspondencePath: str(env, 'POSTROOM_CORRESPONDENCE_PATH') ?? '/correspondence/{id}',
+      correspondencePath: str(env, 'POSTROOM_CORRESPONDENCE_PATH') ?? API_CLIENT_DEFAULTS.correspondencePath,
       clientCertFile: str(env, 'POSTROOM_API_CLIENT_CERT_FILE'),
       clientKeyFile: str(env, 'POSTROOM_API_CLIENT_KEY_FILE'),
       caFile: str(env, 'POSTROOM_API_CA_FILE'),
-      connectTimeoutMs: int(env, 'POSTROOM_API_CONNECT_TIMEOUT_MS', 5000, { min: 10, max: 300_000 }),
-      headersTimeoutMs: int(env, 'POSTROOM_API_HEADERS_TIMEOUT_MS', 15_000, { min: 10, max: 300_000 }),
-      bodyTimeoutMs: int(env, 'POSTROOM_API_BODY_TIMEOUT_MS', 30_000, { min: 10, max: 300_000 }),
-      maxAttempts: int(env, 'POSTROOM_API_MAX_ATTEMPTS', 5, { min: 1, max: 50 }),
-      deadlineMs: int(env, 'POSTROOM_API_DEADLINE_MS', 60_000, { min: 100, max: 3_600_000 }),
+      connectTimeoutMs: int(env, 'POSTROOM_API_CONNECT_TIMEOUT_MS', API_CLIENT_DEFAULTS.connectTimeoutMs, { min: 10, max: 300_000 }),
+      headersTimeoutMs: int(env, 'POSTROOM_API_HEADERS_TIMEOUT_MS', API_CLIENT_DEFAULTS.headersTimeoutMs, { min: 10, max: 300_000 }),
+      bodyTimeoutMs: int(env, 'POSTROOM_API_BODY_TIMEOUT_MS', API_CLIENT_DEFAULTS.bodyTimeoutMs, { min: 10, max: 300_000 }),
+      maxAttempts: int(env, 'POSTROOM_API_MAX_ATTEMPTS', API_CLIENT_DEFAULTS.maxAttempts, { min: 1, max: 50 }),
+      deadlineMs: int(env, 'POSTROOM_API_DEADLINE_MS', API_CLIENT_DEFAULTS.deadlineMs, { min: 100, max: 3_600_000 }),
     },
     encryptionKey,
     secretOverlapSeconds: int(env, 'POSTROOM_SECRET_OVERLAP_SECONDS', 86_400, { min: 0, max: 30 * 86_400 }),

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_RETRY_SCHEDULE } from './defaults.js';
+import { DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_QUEUE_DELAY_MS, DEFAULT_RETRY_SCHEDULE } from './defaults.js';
 import type { AddressInfo } from 'node:net';
 import type express from 'express';
 import { Agent, type Dispatcher as HttpDispatcher } from 'undici';
@@ -163,7 +163,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     activity,
     wallet,
     changes,
-    queueDelayMs: options.queueDelayMs ?? 250,
+    queueDelayMs: options.queueDelayMs ?? DEFAULT_QUEUE_DELAY_MS,
   });
   const triggers = createTriggers({ state, correspondence, endpoints, events, ids, clock });
   const idempotency = createIdempotencyStore({ clock });

@@ -4,7 +4,7 @@ import { createLogger } from '../../logging/logger.js';
 import { SIGNED_PAYLOAD_SCHEMES, type SignedPayloadScheme } from '../../signature/index.js';
 import type { FaultConfig, KeySpec } from '../../sandbox/index.js';
 import { EVENT_TYPES, PARTICIPANT_ACTS } from '../../sandbox/catalogue.js';
-import { DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_RETRY_SCHEDULE } from '../../sandbox/defaults.js';
+import { DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_QUEUE_DELAY_MS, DEFAULT_RETRY_SCHEDULE } from '../../sandbox/defaults.js';
 import { parseKeySpec } from '../../sandbox/keys.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount } from '../duration.js';
@@ -95,7 +95,7 @@ export function registerSandboxCommand(program: Command, ctx: CliContext): void 
     .option('--max-delay <seconds>', 'each attempt waits a random 0..this before it is sent')
     .option('--reorder-rate <share>', 'share of deliveries held back so later events overtake them')
     .option('--fail-share <share>', 'share of deliveries that fail every attempt and end dead')
-    .option('--queue-delay <seconds>', 'how long a queued (202) send takes to complete', '0.25')
+    .option('--queue-delay <seconds>', 'how long a queued (202) send takes to complete', String(DEFAULT_QUEUE_DELAY_MS / 1000))
     .option('--json', 'print the URL, keys and seed as one JSON line on stdout (for scripts)')
     .addHelpText(
       'after',
