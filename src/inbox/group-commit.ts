@@ -16,7 +16,7 @@ export interface InboxWriter {
   /**
    * As submit, telling `sink` instead of making a promise. Ingress passes the entry that already
    * races the row against its ack budget (ingress/ack-deadline.ts): a promise here, and the
-   * reactions that passed it on, were three more objects and a microtask turn per request.
+   * reactions passing it on, would be three more objects and a microtask turn per request.
    */
   enqueue(event: NewInboxEvent, sink: WriteSink): void;
   /** Stops taking work and waits for queued rows to be flushed. */

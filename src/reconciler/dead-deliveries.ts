@@ -73,7 +73,7 @@ export async function walkDeadDeliveries(
         ...(cursor ? { cursor } : {}),
       });
     } catch (err) {
-      // A stored cursor the service no longer honours: start the walk again from the top.
+      // A stored cursor the service refuses (it expired, or the listing changed): start the walk again from the top.
       if (cursor && cursor === mark.resumeCursor && isApiError(err) && (err.status === 400 || err.status === 404 || err.status === 422)) {
         options.logger.warn({ endpoint_id: endpointId }, 'stored resume cursor refused; walking the dead deliveries from the start');
         cursor = undefined;
