@@ -26,8 +26,8 @@ export interface ClosingServer {
  * Connection: close; those still idle then are closed, as keepAliveTimeout would close them.
  */
 export function createClosingServer(options: http.ServerOptions, listener: http.RequestListener): ClosingServer {
-  // Nothing per request until closing: the request path runs as it did (bench/instructions.ts,
-  // docs/benchmarks.md "Stop 49").
+  // Nothing per request until closing, so a server that is not closing pays nothing for it (bench/instructions.ts
+  // counts the request path's instructions).
   const server = http.createServer(options, listener);
   const sockets = new Set<Socket>();
   server.on('connection', (socket: Socket) => {

@@ -3,15 +3,17 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ConfigError, PostroomError } from '../errors.js';
 import type { HandlerMap } from '../events/handlers.js';
+import { SAMPLE_EVENT_TYPE } from '../events/sample.js';
 import type { Postroom } from './postroom.js';
 
 /**
  * Loads `postroom serve --handlers ./handlers.js`. The module's default export
- * is either a handler map or a function that receives the postroom instance
- * (to call on / onUnknown / onEvery, possibly after async set-up):
+ * is either a handler map keyed by event type (as createPostroom's `handlers`)
+ * or a function that receives the postroom instance (to call on / onUnknown /
+ * onEvery, possibly after async set-up):
  *
- *   export default { 'participant.acted': async (event, ctx) => { … } };
- *   export default async (postroom) => { postroom.on('correspondence.sealed', …) };
+ *   export default { [type]: async (event, ctx) => { … } };
+ *   export default async (postroom) => { postroom.on(type, …) };
  */
 export async function loadHandlerModule<Api>(specifier: string, postroom: Postroom<Api>, cwd: string): Promise<string> {
   const resolved = path.resolve(cwd, specifier);
@@ -30,7 +32,7 @@ export async function loadHandlerModule<Api>(specifier: string, postroom: Postro
   } else {
     throw new ConfigError(
       '--handlers',
-      `${resolved} must have a default export: a handler map ({ 'participant.acted': async (event, ctx) => {…} }) or a function (postroom) => { postroom.on(…) }`,
+      `${resolved} must have a default export: a handler map ({ '${SAMPLE_EVENT_TYPE}': async (event, ctx) => {…} }) or a function (postroom) => { postroom.on(…) }`,
     );
   }
   return resolved;

@@ -24,9 +24,9 @@ const FLAG = '--heap-growing-percent';
  * V8 picks that factor from how fast it marks against how fast the old generation fills. An ingress keeps a small
  * old generation (about 14 MB) and promotes little into it, so V8 judges marking cheap and picks its smallest
  * factor, 1.1: under load a mark-compact followed nearly every scavenge, and incremental marking, with its write
- * barrier on every store, was running most of the time. With a factor of 2 (100%) ingress spent about a tenth less
- * CPU per event and took about 1.1 times the rate in paired runs (docs/benchmarks.md, "Stop 44"), and its peak
- * memory fell.
+ * barrier on every store, was running most of the time. With a factor of 2 (100%) ingress spends about a tenth less
+ * CPU per event (bench/cpu.ts, with `ingress+--heap-growing-percent=<n>` receivers beside each other), and its peak
+ * memory is lower.
  *
  * V8 reads the flag each time it sets the next limit, so setting it once the process runs takes effect at the next
  * collection (test/app/heap-growth.test.ts counts the collections). A `--heap-growing-percent` on the command line

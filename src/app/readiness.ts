@@ -1,6 +1,7 @@
 import type { Db } from '../db/types.js';
 import { migrationStatus } from '../db/migrate.js';
 import { describeError } from '../errors.js';
+import { INGRESS_DEFAULTS } from '../ingress/defaults.js';
 
 export interface ReadinessReport {
   ready: boolean;
@@ -79,7 +80,7 @@ export function createReadiness(db: Db, options: ReadinessOptions = {}): Readine
       checks.draining = { ok: !draining, ...(draining ? { detail: 'shutting down' } : {}) };
       if (options.writer) {
         const stalled = options.writer.stalledMs();
-        const budget = options.ackBudgetMs ?? 5000;
+        const budget = options.ackBudgetMs ?? INGRESS_DEFAULTS.ackTimeoutMs;
         checks.writer =
           stalled > budget
             ? {

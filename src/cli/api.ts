@@ -1,9 +1,8 @@
 import type { Readable } from 'node:stream';
 import { createInterface } from 'node:readline/promises';
 import type { ApiClient } from '../client/index.js';
-import type { Db } from '../db/types.js';
 import { PostroomError } from '../errors.js';
-import type { SecretCipher } from '../secrets/crypto.js';
+import type { SecretStore } from '../secrets/endpoint-setup.js';
 import { secretCipherFromConfig } from '../secrets/from-config.js';
 import type { CliContext } from './context.js';
 import type { Io } from './output.js';
@@ -48,11 +47,6 @@ export async function confirmLiveWrite(
   } finally {
     rl.close();
   }
-}
-
-export interface SecretStore {
-  db: Db;
-  cipher: SecretCipher;
 }
 
 /**

@@ -9,6 +9,12 @@ export function parseDuration(flag: string, raw: string): number {
   return Number(m[1]) * UNITS[m[2]!]!;
 }
 
+/** The shortest of `7d`, `15m`, `90s` … that is exactly `ms` (a flag's default, shown as it would be typed). */
+export function formatDuration(ms: number): string {
+  for (const unit of ['d', 'h', 'm', 's'] as const) if (ms % UNITS[unit]! === 0) return `${ms / UNITS[unit]!}${unit}`;
+  throw new RangeError(`${ms} ms is not a whole number of seconds`);
+}
+
 /** Parses a positive whole number flag with bounds and a message naming the flag. */
 export function parseCount(flag: string, raw: string, bounds: { min: number; max: number }): number {
   if (!/^\d+$/.test(raw.trim()))

@@ -7,6 +7,7 @@ import { silentLogger, type Logger } from '../logging/logger.js';
 import { seriesOf, type PostroomMetrics } from '../metrics/metrics.js';
 import { VERSION } from '../version.js';
 import { createApiDispatcher } from './dispatcher.js';
+import { API_CLIENT_DEFAULTS } from './defaults.js';
 import { DEFAULT_TIMEOUTS, createTransport, resolveBase, type Timeouts } from './http.js';
 import { planeFromKey } from './plane.js';
 import type { BackoffPolicy } from '../backoff.js';
@@ -140,10 +141,6 @@ export interface ApiClient {
   toJSON(): { plane: Plane; baseUrl: string };
 }
 
-export const DEFAULT_MAX_ATTEMPTS = 5;
-export const DEFAULT_DEADLINE_MS = 60_000;
-export const DEFAULT_CORRESPONDENCE_PATH = '/correspondence/{id}';
-
 export function createApiClient(options: ApiClientOptions): ApiClient {
   const apiKey = options.apiKey;
   if (typeof apiKey !== 'string' || apiKey === '')
@@ -165,17 +162,17 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   if (!/^https?:$/.test(new URL(base.origin).protocol))
     throw new ConfigError('POSTROOM_API_BASE_URL', 'expected a URL starting with https: (or http: for a local sandbox)');
 
-  const correspondencePath = options.correspondencePath ?? DEFAULT_CORRESPONDENCE_PATH;
+  const correspondencePath = options.correspondencePath ?? API_CLIENT_DEFAULTS.correspondencePath;
   if (!correspondencePath.startsWith('/') || !correspondencePath.includes('{id}')) {
     throw new ConfigError(
       'POSTROOM_CORRESPONDENCE_PATH',
-      `expected a path relative to /sender/v2 that starts with / and contains {id}, e.g. ${DEFAULT_CORRESPONDENCE_PATH}`,
+      `expected a path relative to /sender/v2 that starts with / and contains {id}, e.g. ${API_CLIENT_DEFAULTS.correspondencePath}`,
     );
   }
-  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  const maxAttempts = options.maxAttempts ?? API_CLIENT_DEFAULTS.maxAttempts;
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
     throw new ConfigError('POSTROOM_API_MAX_ATTEMPTS', 'expected a whole number of at least 1');
-  const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
+  const deadlineMs = options.deadlineMs ?? API_CLIENT_DEFAULTS.deadlineMs;
   if (!(deadlineMs > 0)) throw new ConfigError('POSTROOM_API_DEADLINE_MS', 'expected a positive number of milliseconds');
   const timeouts: Timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
 

@@ -1,8 +1,9 @@
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logging/logger.js';
-import { createRedactor } from '../logging/redact.js';
+import { createRedactor, type Redactor } from '../logging/redact.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { API_CLIENT_DEFAULTS } from './defaults.js';
 import { ApiError, codeForStatus, type ApiErrorCode } from './errors.js';
 import { backoffDelay, type BackoffPolicy } from '../backoff.js';
 import { DEFAULT_BACKOFF, RETRYABLE_STATUSES, parseRetryAfter } from './retry.js';
@@ -16,7 +17,11 @@ export interface Timeouts {
   bodyMs: number;
 }
 
-export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5000, headersMs: 15_000, bodyMs: 30_000 };
+export const DEFAULT_TIMEOUTS: Timeouts = {
+  connectMs: API_CLIENT_DEFAULTS.connectTimeoutMs,
+  headersMs: API_CLIENT_DEFAULTS.headersTimeoutMs,
+  bodyMs: API_CLIENT_DEFAULTS.bodyTimeoutMs,
+};
 
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
@@ -109,6 +114,16 @@ type AttemptOutcome =
   | { kind: 'response'; status: number; headers: Record<string, string | string[] | undefined>; text: string }
   | { kind: 'failure'; code: ApiErrorCode; retryable: boolean; cause: unknown; detail: string };
 
+/** What every attempt of a transport shares. */
+interface TransportContext {
+  options: TransportOptions;
+  origin: string;
+  backoff: BackoffPolicy;
+  authorization: string;
+  /** Scrubs the API key from anything that leaves the transport. */
+  redactor: Redactor;
+}
+
 /**
  * One request with the retry policy around it: exponential backoff with full
  * jitter on transient failures, Retry-After honoured, all inside one overall
@@ -116,187 +131,31 @@ type AttemptOutcome =
  */
 export function createTransport(options: TransportOptions): Transport {
   const { origin, prefix } = resolveBase(options.baseUrl);
-  const { logger, metrics, clock } = options;
-  const backoff = options.backoff ?? DEFAULT_BACKOFF;
-  const authorization = `Bearer ${options.apiKey}`;
-
-  const redactor = createRedactor([options.apiKey]);
-  const scrub = redactor.text;
-
-  function serviceBody(text: string): unknown {
-    if (text === '') return undefined;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text) as unknown;
-    } catch {
-      const clean = scrub(text);
-      return clean.length > MAX_ERROR_TEXT ? `${clean.slice(0, MAX_ERROR_TEXT)}…` : clean;
-    }
-    // After parsing: `svc\u005fsandbox\u005f…` in the text is the key itself in the value.
-    return redactor.deep(parsed);
-  }
-
-  async function attempt(request: ApiRequest, path: string, signal: AbortSignal): Promise<AttemptOutcome> {
-    const headers: Record<string, string> = {
-      authorization,
-      accept: 'application/json',
-      'user-agent': options.userAgent,
-    };
-    let body: string | undefined;
-    if (request.body !== undefined) {
-      body = JSON.stringify(request.body);
-      headers['content-type'] = 'application/json';
-    }
-    if (request.idempotencyKey !== undefined) headers['idempotency-key'] = request.idempotencyKey;
-    try {
-      const res = await options.dispatcher.request({
-        origin,
-        path,
-        method: request.method,
-        headers,
-        body: body ?? null,
-        signal,
-        headersTimeout: options.timeouts.headersMs,
-        bodyTimeout: options.timeouts.bodyMs,
-        // Our own loop decides about retries; undici must not replay a POST on its own.
-        idempotent: false,
-      });
-      const text = await res.body.text();
-      return { kind: 'response', status: res.statusCode, headers: res.headers, text };
-    } catch (err) {
-      return classifyFailure(err, signal, request.signal);
-    }
-  }
-
-  function classifyFailure(raw: unknown, attemptSignal: AbortSignal, callerSignal: AbortSignal | undefined): AttemptOutcome {
-    const code = (raw as { code?: unknown } | null)?.code;
-    const message = scrub(raw instanceof Error ? raw.message : String(raw));
-    // The original error is not kept: a proxy or TLS layer may put request details into it, and the cause chain is logged.
-    const err = Object.assign(new Error(message), {
-      name: raw instanceof Error ? raw.name : 'Error',
-      ...(typeof code === 'string' ? { code } : {}),
-    });
-    if (callerSignal?.aborted) return { kind: 'failure', code: 'aborted', retryable: false, cause: err, detail: 'aborted by the caller' };
-    if (attemptSignal.aborted)
-      return { kind: 'failure', code: 'timeout', retryable: false, cause: err, detail: 'the overall deadline passed' };
-    if (typeof code === 'string' && TIMEOUT_ERROR_CODES.has(code))
-      return { kind: 'failure', code: 'timeout', retryable: true, cause: err, detail: `${code}: ${message}` };
-    const transient = typeof code === 'string' && TRANSIENT_ERROR_CODES.has(code);
-    return {
-      kind: 'failure',
-      code: 'network_error',
-      retryable: transient,
-      cause: err,
-      detail: typeof code === 'string' ? `${code}: ${message}` : message,
-    };
-  }
-
-  function errorFor(request: ApiRequest, outcome: AttemptOutcome, attempts: number, suffix: string): ApiError {
-    const scope = scopeFor(request.operation);
-    const where = `${request.method} ${API_PREFIX}${request.path}`;
-    if (outcome.kind === 'failure') {
-      return new ApiError({
-        code: outcome.code,
-        message: `${request.operation}: ${where} to ${origin} failed: ${outcome.detail}${suffix}`,
-        operation: request.operation,
-        attempts,
-        requiredScope: scope,
-        cause: outcome.cause,
-      });
-    }
-    const body = serviceBody(outcome.text);
-    const code = codeForStatus(outcome.status);
-    const said = serviceMessage(body);
-    let message = `${request.operation}: ${where} answered ${outcome.status} (${code})`;
-    if (code === 'insufficient_scope') {
-      message += scope ? `: the API key lacks the scope ${scope} that this operation needs` : ': the API key is not allowed to do this';
-    } else if (code === 'unauthorized') {
-      message += ': the service refused the API key; check POSTROOM_API_KEY (or POSTROOM_API_KEY_FILE) and that the key is not revoked';
-    }
-    if (said) message += `; the service said: ${said}`;
-    const retryAfterMs = parseRetryAfter(outcome.headers['retry-after'], clock.now());
-    return new ApiError({
-      code,
-      message: scrub(`${message}${suffix}`),
-      operation: request.operation,
-      status: outcome.status,
-      body,
-      attempts,
-      requiredScope: scope,
-      retryAfterMs,
-    });
-  }
-
+  const ctx: TransportContext = {
+    options,
+    origin,
+    backoff: options.backoff ?? DEFAULT_BACKOFF,
+    authorization: `Bearer ${options.apiKey}`,
+    redactor: createRedactor([options.apiKey]),
+  };
+  const { logger, clock } = options;
   return {
     origin,
     async send(request) {
       const path = `${prefix}${request.path}${queryString(request.query)}`;
       // A POST without an Idempotency-Key might have been applied when its answer was lost; replaying it could send twice.
       const mayRetry = request.method !== 'POST' || request.idempotencyKey !== undefined;
-      const startedAt = clock.now();
-      const deadline = startedAt + options.deadlineMs;
-
+      const deadline = clock.now() + options.deadlineMs;
       for (let attemptNo = 1; ; attemptNo++) {
-        const remaining = deadline - clock.now();
-        const deadlineCtl = new AbortController();
-        const timer = setTimeout(() => deadlineCtl.abort(), Math.max(1, remaining));
-        const signal = request.signal ? AbortSignal.any([request.signal, deadlineCtl.signal]) : deadlineCtl.signal;
-        const t0 = process.hrtime.bigint();
-        let outcome: AttemptOutcome;
-        try {
-          outcome = await attempt(request, path, signal);
-        } finally {
-          clearTimeout(timer);
-        }
-        const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-        metrics?.apiRequests.inc({
-          operation: request.operation,
-          status_class: outcome.kind === 'response' ? statusClass(outcome.status) : 'network',
-        });
-        metrics?.apiDuration.observe({ operation: request.operation }, seconds);
-
+        const outcome = await timedAttempt(ctx, request, path, deadline);
         if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) {
           logger.debug(
             { operation: request.operation, method: request.method, status: outcome.status, attempt: attemptNo },
             'service API call succeeded',
           );
-          let body: unknown;
-          try {
-            body = outcome.text === '' ? undefined : (JSON.parse(outcome.text) as unknown);
-          } catch (err) {
-            // Never quote the body: a create or rotate answer carries a secret.
-            throw new ApiError({
-              code: 'invalid_response',
-              message: `${request.operation}: the service answered ${outcome.status} with a body that is not JSON`,
-              operation: request.operation,
-              status: outcome.status,
-              attempts: attemptNo,
-              requiredScope: scopeFor(request.operation),
-              cause: err,
-            });
-          }
-          return { status: outcome.status, body, attempts: attemptNo };
+          return { status: outcome.status, body: successBody(request, outcome, attemptNo), attempts: attemptNo };
         }
-
-        const retryable = outcome.kind === 'failure' ? outcome.retryable : RETRYABLE_STATUSES.has(outcome.status);
-        if (!retryable || !mayRetry || attemptNo >= options.maxAttempts) {
-          const suffix = !retryable
-            ? ''
-            : !mayRetry
-              ? ' (not retried: a POST without an Idempotency-Key might be applied twice)'
-              : ` (gave up after ${attemptNo} attempts)`;
-          throw errorFor(request, outcome, attemptNo, suffix);
-        }
-        const retryAfter = outcome.kind === 'response' ? parseRetryAfter(outcome.headers['retry-after'], clock.now()) : undefined;
-        const delay = retryAfter ?? backoffDelay(attemptNo, options.random, backoff);
-        if (clock.now() + delay >= deadline) {
-          throw errorFor(
-            request,
-            outcome,
-            attemptNo,
-            ` (gave up after ${attemptNo} attempts: waiting ${delay} ms more would pass the ${options.deadlineMs} ms deadline)`,
-          );
-        }
+        const { delay, retryAfter } = retryDelayOrThrow(ctx, request, outcome, attemptNo, mayRetry, deadline);
         logger.warn(
           {
             operation: request.operation,
@@ -322,6 +181,191 @@ export function createTransport(options: TransportOptions): Transport {
       }
     },
   };
+}
+
+/** One attempt, cut off at the overall deadline (or by the caller's signal), counted in the metrics. */
+async function timedAttempt(ctx: TransportContext, request: ApiRequest, path: string, deadline: number): Promise<AttemptOutcome> {
+  const { clock, metrics } = ctx.options;
+  const remaining = deadline - clock.now();
+  const deadlineCtl = new AbortController();
+  const timer = setTimeout(() => deadlineCtl.abort(), Math.max(1, remaining));
+  const signal = request.signal ? AbortSignal.any([request.signal, deadlineCtl.signal]) : deadlineCtl.signal;
+  const t0 = process.hrtime.bigint();
+  let outcome: AttemptOutcome;
+  try {
+    outcome = await attempt(ctx, request, path, signal);
+  } finally {
+    clearTimeout(timer);
+  }
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  metrics?.apiRequests.inc({
+    operation: request.operation,
+    status_class: outcome.kind === 'response' ? statusClass(outcome.status) : 'network',
+  });
+  metrics?.apiDuration.observe({ operation: request.operation }, seconds);
+  return outcome;
+}
+
+async function attempt(ctx: TransportContext, request: ApiRequest, path: string, signal: AbortSignal): Promise<AttemptOutcome> {
+  const { options } = ctx;
+  const headers: Record<string, string> = {
+    authorization: ctx.authorization,
+    accept: 'application/json',
+    'user-agent': options.userAgent,
+  };
+  let body: string | undefined;
+  if (request.body !== undefined) {
+    body = JSON.stringify(request.body);
+    headers['content-type'] = 'application/json';
+  }
+  if (request.idempotencyKey !== undefined) headers['idempotency-key'] = request.idempotencyKey;
+  try {
+    const res = await options.dispatcher.request({
+      origin: ctx.origin,
+      path,
+      method: request.method,
+      headers,
+      body: body ?? null,
+      signal,
+      headersTimeout: options.timeouts.headersMs,
+      bodyTimeout: options.timeouts.bodyMs,
+      // Our own loop decides about retries; undici must not replay a POST on its own.
+      idempotent: false,
+    });
+    const text = await res.body.text();
+    return { kind: 'response', status: res.statusCode, headers: res.headers, text };
+  } catch (err) {
+    return classifyFailure(ctx.redactor.text, err, signal, request.signal);
+  }
+}
+
+/** The parsed body of a 2xx answer. */
+function successBody(request: ApiRequest, outcome: { status: number; text: string }, attempts: number): unknown {
+  try {
+    return outcome.text === '' ? undefined : (JSON.parse(outcome.text) as unknown);
+  } catch (err) {
+    // Never quote the body: a create or rotate answer carries a secret.
+    throw new ApiError({
+      code: 'invalid_response',
+      message: `${request.operation}: the service answered ${outcome.status} with a body that is not JSON`,
+      operation: request.operation,
+      status: outcome.status,
+      attempts,
+      requiredScope: scopeFor(request.operation),
+      cause: err,
+    });
+  }
+}
+
+/** How long to wait before the next attempt; throws the call's error when there is to be none. */
+function retryDelayOrThrow(
+  ctx: TransportContext,
+  request: ApiRequest,
+  outcome: AttemptOutcome,
+  attemptNo: number,
+  mayRetry: boolean,
+  deadline: number,
+): { delay: number; retryAfter: number | undefined } {
+  const { options } = ctx;
+  const retryable = outcome.kind === 'failure' ? outcome.retryable : RETRYABLE_STATUSES.has(outcome.status);
+  if (!retryable || !mayRetry || attemptNo >= options.maxAttempts) {
+    const suffix = !retryable
+      ? ''
+      : !mayRetry
+        ? ' (not retried: a POST without an Idempotency-Key might be applied twice)'
+        : ` (gave up after ${attemptNo} attempts)`;
+    throw errorFor(ctx, request, outcome, attemptNo, suffix);
+  }
+  const retryAfter = outcome.kind === 'response' ? parseRetryAfter(outcome.headers['retry-after'], options.clock.now()) : undefined;
+  const delay = retryAfter ?? backoffDelay(attemptNo, options.random, ctx.backoff);
+  if (options.clock.now() + delay >= deadline) {
+    throw errorFor(
+      ctx,
+      request,
+      outcome,
+      attemptNo,
+      ` (gave up after ${attemptNo} attempts: waiting ${delay} ms more would pass the ${options.deadlineMs} ms deadline)`,
+    );
+  }
+  return { delay, retryAfter };
+}
+
+function classifyFailure(
+  scrub: (text: string) => string,
+  raw: unknown,
+  attemptSignal: AbortSignal,
+  callerSignal: AbortSignal | undefined,
+): AttemptOutcome {
+  const code = (raw as { code?: unknown } | null)?.code;
+  const message = scrub(raw instanceof Error ? raw.message : String(raw));
+  // The original error is not kept: a proxy or TLS layer may put request details into it, and the cause chain is logged.
+  const err = Object.assign(new Error(message), {
+    name: raw instanceof Error ? raw.name : 'Error',
+    ...(typeof code === 'string' ? { code } : {}),
+  });
+  if (callerSignal?.aborted) return { kind: 'failure', code: 'aborted', retryable: false, cause: err, detail: 'aborted by the caller' };
+  if (attemptSignal.aborted)
+    return { kind: 'failure', code: 'timeout', retryable: false, cause: err, detail: 'the overall deadline passed' };
+  if (typeof code === 'string' && TIMEOUT_ERROR_CODES.has(code))
+    return { kind: 'failure', code: 'timeout', retryable: true, cause: err, detail: `${code}: ${message}` };
+  const transient = typeof code === 'string' && TRANSIENT_ERROR_CODES.has(code);
+  return {
+    kind: 'failure',
+    code: 'network_error',
+    retryable: transient,
+    cause: err,
+    detail: typeof code === 'string' ? `${code}: ${message}` : message,
+  };
+}
+
+function errorFor(ctx: TransportContext, request: ApiRequest, outcome: AttemptOutcome, attempts: number, suffix: string): ApiError {
+  const scope = scopeFor(request.operation);
+  const where = `${request.method} ${API_PREFIX}${request.path}`;
+  if (outcome.kind === 'failure') {
+    return new ApiError({
+      code: outcome.code,
+      message: `${request.operation}: ${where} to ${ctx.origin} failed: ${outcome.detail}${suffix}`,
+      operation: request.operation,
+      attempts,
+      requiredScope: scope,
+      cause: outcome.cause,
+    });
+  }
+  const body = serviceBody(ctx.redactor, outcome.text);
+  const code = codeForStatus(outcome.status);
+  const said = serviceMessage(body);
+  let message = `${request.operation}: ${where} answered ${outcome.status} (${code})`;
+  if (code === 'insufficient_scope') {
+    message += scope ? `: the API key lacks the scope ${scope} that this operation needs` : ': the API key is not allowed to do this';
+  } else if (code === 'unauthorized') {
+    message += ': the service refused the API key; check POSTROOM_API_KEY (or POSTROOM_API_KEY_FILE) and that the key is not revoked';
+  }
+  if (said) message += `; the service said: ${said}`;
+  const retryAfterMs = parseRetryAfter(outcome.headers['retry-after'], ctx.options.clock.now());
+  return new ApiError({
+    code,
+    message: ctx.redactor.text(`${message}${suffix}`),
+    operation: request.operation,
+    status: outcome.status,
+    body,
+    attempts,
+    requiredScope: scope,
+    retryAfterMs,
+  });
+}
+
+/** An error answer's body for ApiError, with the API key scrubbed and long text cut. */
+function serviceBody(redactor: Redactor, text: string): unknown {
+  if (text === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text) as unknown;
+  } catch {
+    const clean = redactor.text(text);
+    return clean.length > MAX_ERROR_TEXT ? `${clean.slice(0, MAX_ERROR_TEXT)}…` : clean;
+  }
+  // After parsing: `svc\u005fsandbox\u005f…` in the text is the key itself in the value.
+  return redactor.deep(parsed);
 }
 
 function serviceMessage(body: unknown): string | undefined {

@@ -1,7 +1,10 @@
 import path from 'node:path';
+import { API_CLIENT_DEFAULTS } from '../client/defaults.js';
 import { ConfigError } from '../errors.js';
+import { PG_DEFAULTS } from '../db/defaults.js';
 import { DEFAULT_SCHEMA, isValidSchemaName } from '../db/schema.js';
 import { INGRESS_DEFAULTS } from '../ingress/defaults.js';
+import { RECONCILE_DEFAULTS } from '../reconciler/defaults.js';
 import { SIGNED_PAYLOAD_SCHEMES, type SignedPayloadScheme } from '../signature/index.js';
 import type { Env } from './env.js';
 import { int, list, oneOf, str, url } from './parse.js';
@@ -141,8 +144,8 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     database: {
       url: databaseUrl,
       dataDir,
-      poolSize: int(env, 'POSTROOM_DB_POOL_SIZE', 4, { min: 1, max: 100 }),
-      statementTimeoutMs: int(env, 'POSTROOM_DB_STATEMENT_TIMEOUT_MS', 60_000, { min: 0, max: 3_600_000 }),
+      poolSize: int(env, 'POSTROOM_DB_POOL_SIZE', PG_DEFAULTS.poolSize, { min: 1, max: 100 }),
+      statementTimeoutMs: int(env, 'POSTROOM_DB_STATEMENT_TIMEOUT_MS', PG_DEFAULTS.statementTimeoutMs, { min: 0, max: 3_600_000 }),
       schema,
       preparedStatements: oneOf(env, 'POSTROOM_DB_PREPARED_STATEMENTS', ['on', 'off'] as const, 'on') === 'on',
     },
@@ -173,21 +176,22 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
       baseUrl: url(env, 'POSTROOM_API_BASE_URL', ['http:', 'https:']),
       apiKey,
       apiKeyFile: str(env, 'POSTROOM_API_KEY_FILE'),
-      correspondencePath: str(env, 'POSTROOM_CORRESPONDENCE_PATH') ?? '/correspondence/{id}',
+      correspondencePath: str(env, 'POSTROOM_CORRESPONDENCE_PATH') ?? API_CLIENT_DEFAULTS.correspondencePath,
       clientCertFile: str(env, 'POSTROOM_API_CLIENT_CERT_FILE'),
       clientKeyFile: str(env, 'POSTROOM_API_CLIENT_KEY_FILE'),
       caFile: str(env, 'POSTROOM_API_CA_FILE'),
-      connectTimeoutMs: int(env, 'POSTROOM_API_CONNECT_TIMEOUT_MS', 5000, { min: 10, max: 300_000 }),
-      headersTimeoutMs: int(env, 'POSTROOM_API_HEADERS_TIMEOUT_MS', 15_000, { min: 10, max: 300_000 }),
-      bodyTimeoutMs: int(env, 'POSTROOM_API_BODY_TIMEOUT_MS', 30_000, { min: 10, max: 300_000 }),
-      maxAttempts: int(env, 'POSTROOM_API_MAX_ATTEMPTS', 5, { min: 1, max: 50 }),
-      deadlineMs: int(env, 'POSTROOM_API_DEADLINE_MS', 60_000, { min: 100, max: 3_600_000 }),
+      connectTimeoutMs: int(env, 'POSTROOM_API_CONNECT_TIMEOUT_MS', API_CLIENT_DEFAULTS.connectTimeoutMs, { min: 10, max: 300_000 }),
+      headersTimeoutMs: int(env, 'POSTROOM_API_HEADERS_TIMEOUT_MS', API_CLIENT_DEFAULTS.headersTimeoutMs, { min: 10, max: 300_000 }),
+      bodyTimeoutMs: int(env, 'POSTROOM_API_BODY_TIMEOUT_MS', API_CLIENT_DEFAULTS.bodyTimeoutMs, { min: 10, max: 300_000 }),
+      maxAttempts: int(env, 'POSTROOM_API_MAX_ATTEMPTS', API_CLIENT_DEFAULTS.maxAttempts, { min: 1, max: 50 }),
+      deadlineMs: int(env, 'POSTROOM_API_DEADLINE_MS', API_CLIENT_DEFAULTS.deadlineMs, { min: 100, max: 3_600_000 }),
     },
     encryptionKey,
     secretOverlapSeconds: int(env, 'POSTROOM_SECRET_OVERLAP_SECONDS', 86_400, { min: 0, max: 30 * 86_400 }),
     reconcileCron: str(env, 'POSTROOM_RECONCILE_CRON') ?? '*/5 * * * *',
     reconcileConsumedTypes: list(env, 'POSTROOM_RECONCILE_CONSUMED_TYPES'),
-    reconcileMatchWindowMs: int(env, 'POSTROOM_RECONCILE_MATCH_WINDOW_SECONDS', 120, { min: 1, max: 86_400 }) * 1000,
+    reconcileMatchWindowMs:
+      int(env, 'POSTROOM_RECONCILE_MATCH_WINDOW_SECONDS', RECONCILE_DEFAULTS.matchWindowMs / 1000, { min: 1, max: 86_400 }) * 1000,
     metricsPort: metricsPortRaw === undefined ? undefined : int(env, 'POSTROOM_METRICS_PORT', 0, { min: 1, max: 65535 }),
     shutdownTimeoutMs: int(env, 'POSTROOM_SHUTDOWN_TIMEOUT_MS', 20_000, { min: 100, max: 600_000 }),
     heapGrowingPercent: int(env, 'POSTROOM_HEAP_GROWING_PERCENT', 100, { min: 0, max: 300 }),

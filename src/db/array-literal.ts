@@ -9,9 +9,9 @@ const NEEDS_ESCAPE = /["\\]/;
  *
  * node-postgres builds the same literal from a JS array, but runs every element through its
  * value conversion and two regular-expression replacements: together about 20 µs per event in
- * `serve`, whose statements send some forty array elements per event (docs/benchmarks-history.md,
- * "stop 25"). Every element is quoted, as node-postgres quotes them, so a string that reads
- * NULL stays a string; inside quotes only `"` and `\` need a backslash.
+ * `serve`, whose statements send some forty array elements per event (bench/cpu.ts's profiles).
+ * Every element is quoted, as node-postgres quotes them, so a string that reads NULL stays a
+ * string; inside quotes only `"` and `\` need a backslash.
  *
  * Most arrays hold only strings with nothing to escape, nulls and finite numbers: for those the
  * literal is JSON.stringify's output with braces for brackets. JSON quotes every string, writes
@@ -19,8 +19,8 @@ const NEEDS_ESCAPE = /["\\]/;
  * the element would need one here (a quote, a backslash, a control character, a lone surrogate),
  * so output without one is already a valid literal of the same values. It is built natively in
  * one pass, where the loop below grows the literal piece by piece: about 50 short-lived strings
- * per row of an ingress flush, a third of what ingress allocated per event beyond the minimal
- * group commit (bench allocation profile, docs/benchmarks.md "stop 41").
+ * per row of an ingress flush, which bench/alloc.ts shows as a third of what ingress would
+ * allocate per event beyond the minimal group commit.
  */
 export function arrayLiteral(values: readonly ArrayElement[]): string {
   if (jsonReady(values)) {

@@ -253,8 +253,8 @@ export async function migrate(
       await session.transaction(async (tx) => {
         // Migrations name their objects unqualified, so each one runs with the search path set afresh. A
         // session that first resolved its path while another replica was creating the schema can keep
-        // resolving as if the schema did not exist (Postgres 15 caches the path and can miss that change);
-        // it installed a second copy of every table into public, and used it. Setting the path makes
+        // resolving as if the schema did not exist (Postgres 15 caches the path and can miss that change),
+        // and would install a second copy of every table into public, and use it. Setting the path makes
         // Postgres resolve it again, now that the schema is committed.
         await tx.exec(`SET LOCAL search_path TO ${searchPath(db.schema)}`);
         await assertCreatesIn(tx, db.schema);

@@ -2,7 +2,9 @@ import pg from 'pg';
 import { PostroomError, StoreUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import { advisoryKey } from './advisory-key.js';
-import { copyIn } from './copy-in.js';
+import { copyIn as copyRowsIn } from './copy-in.js';
+import { PG_DEFAULTS } from './defaults.js';
+import { listenWithReconnect } from './pg-listen.js';
 import { assertSchemaName, DEFAULT_SCHEMA, scopedLockName, searchPath } from './schema.js';
 import { sqlText } from './statement.js';
 import type { Db, Queryable, QueryResult, Session, Sql } from './types.js';
@@ -20,7 +22,7 @@ export interface PgDbOptions {
    */
   pool?: pg.Pool;
   logger: Logger;
-  /** Fail fast when the server is gone, so ingress can answer 503 within its ack budget. */
+  /** Fail fast when the server is gone, so ingress can answer 503 within its ack budget (default 3 s). */
   connectTimeoutMs?: number;
   applicationName?: string;
   /**
@@ -44,14 +46,13 @@ export interface PgDbOptions {
   preparedStatements?: boolean;
 }
 
-export const DEFAULT_STATEMENT_TIMEOUT_MS = 60_000;
 /** The client waits this much longer than the server's own statement time-out before giving up. */
 const CLIENT_GRACE_MS = 5000;
 /** For sessions that may legitimately wait long (a migration, a lock): the longest setTimeout allows. */
 const UNBOUNDED_MS = 2 ** 31 - 1;
 
 /**
- * The server no longer has a statement the driver prepared on this connection
+ * The server lacks a statement the driver prepared on this connection
  * (26000), or already has one of that name (42P05): something in between, such as a
  * pooler in transaction mode, handed the session to another server connection.
  */
@@ -121,7 +122,7 @@ async function inTransaction<T>(
  * 'error' with no listener and the process dies. Listen for the whole checkout,
  * and destroy a client that was lost rather than hand it back.
  */
-async function checkout(pool: pg.Pool, logger: Logger): Promise<{ client: pg.PoolClient; release(destroy?: boolean): void }> {
+async function checkout(pool: pg.Pool, logger: Logger): Promise<Lease> {
   const client = await pool.connect();
   let lost = false;
   const onError = (err: Error): void => {
@@ -143,9 +144,13 @@ async function checkout(pool: pg.Pool, logger: Logger): Promise<{ client: pg.Poo
 const SWITCH_SEARCH_PATH = `WITH previous AS MATERIALIZED (SELECT current_setting('search_path') AS value)
   SELECT value AS previous, set_config('search_path', CASE WHEN value = '' THEN $1 ELSE $1 || ', ' || value END, false) FROM previous`;
 
+/** A checked-out connection and how to give it back (destroyed, when it may be unusable). */
+type Lease = { client: pg.PoolClient; release(destroy?: boolean): void };
+
 export function createPgDb(options: PgDbOptions): Db {
-  const statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
-  const keepAliveInitialDelayMillis = options.keepAliveInitialDelayMs ?? 10_000;
+  const statementTimeoutMs = options.statementTimeoutMs ?? PG_DEFAULTS.statementTimeoutMs;
+  const keepAliveInitialDelayMillis = options.keepAliveInitialDelayMs ?? PG_DEFAULTS.keepAliveInitialDelayMs;
+  const connectTimeoutMs = options.connectTimeoutMs ?? PG_DEFAULTS.connectTimeoutMs;
   const schema = assertSchemaName(options.schema ?? DEFAULT_SCHEMA);
   const external = options.pool;
   const prepare = !external && (options.preparedStatements ?? true);
@@ -154,8 +159,8 @@ export function createPgDb(options: PgDbOptions): Db {
     external ??
     new pg.Pool({
       connectionString: options.url,
-      max: options.poolSize ?? 4,
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
+      max: options.poolSize ?? PG_DEFAULTS.poolSize,
+      connectionTimeoutMillis: connectTimeoutMs,
       idleTimeoutMillis: 30_000,
       keepAlive: true,
       keepAliveInitialDelayMillis,
@@ -169,58 +174,8 @@ export function createPgDb(options: PgDbOptions): Db {
   // The application's own pool is left to the application's listeners.
   if (!external) pool.on('error', (err) => options.logger.warn({ err }, 'idle database connection lost'));
 
-  /** A connection with postroom's schema on its search_path until it is released. */
-  const acquire = async (): Promise<{ client: pg.PoolClient; release(destroy?: boolean): void }> => {
-    const lease = await checkout(pool, options.logger);
-    if (!external) return lease;
-    let previous: string;
-    try {
-      previous = (await lease.client.query<{ previous: string }>(SWITCH_SEARCH_PATH, [schema])).rows[0]!.previous;
-    } catch (err) {
-      lease.release(true);
-      throw err;
-    }
-    return {
-      client: lease.client,
-      release(destroy) {
-        if (destroy) return lease.release(true);
-        // Back in the pool only once the application's search_path is restored; a connection that cannot be restored is dropped.
-        lease.client.query(`SELECT set_config('search_path', $1, false)`, [previous]).then(
-          () => lease.release(),
-          () => lease.release(true),
-        );
-      },
-    };
-  };
-
-  const base: Queryable = external
-    ? {
-        async query<R>(sql: Sql, params?: readonly unknown[]): Promise<QueryResult<R>> {
-          const { client, release } = await acquire();
-          try {
-            return await wrap(client).query<R>(sql, params);
-          } finally {
-            // Outside a transaction a failed query leaves the session usable; a lost one fails the restore and is dropped.
-            release();
-          }
-        },
-        async exec(sql: string): Promise<void> {
-          await this.query(sql);
-        },
-      }
-    : wrap(pool, undefined, prepare);
-
-  async function copyOnLease(sql: string, data: Buffer): Promise<number> {
-    const { client, release } = await acquire();
-    try {
-      return await copyIn(client, sql, data);
-    } finally {
-      // A refused COPY leaves the connection ready for the next statement, as a failed statement does;
-      // a lost one is destroyed by the checkout's own error listener.
-      release();
-    }
-  }
-
+  const acquire = (): Promise<Lease> => (external ? leaseInSchema(external, schema, options.logger) : checkout(pool, options.logger));
+  const base: Queryable = external ? leasedQueries(acquire) : wrap(pool, undefined, prepare);
   const listeners = new Set<pg.Client>();
 
   return {
@@ -228,10 +183,20 @@ export function createPgDb(options: PgDbOptions): Db {
     schema,
     query: base.query,
     exec: base.exec,
-    copyIn: copyOnLease,
+
+    async copyIn(sql: string, data: Buffer): Promise<number> {
+      const { client, release } = await acquire();
+      try {
+        return await copyRowsIn(client, sql, data);
+      } finally {
+        // A refused COPY leaves the connection ready for the next statement, as a failed statement does;
+        // a lost one is destroyed by the checkout's own error listener.
+        release();
+      }
+    },
 
     async copyInWithin(timeoutMs: number, sql: string, data: Buffer): Promise<number> {
-      return boundedQuery(acquire, timeoutMs, (client) => copyIn(client, sql, data));
+      return boundedQuery(acquire, timeoutMs, (client) => copyRowsIn(client, sql, data));
     },
 
     async queryWithin<R>(timeoutMs: number, sql: Sql, params?: readonly unknown[]): Promise<QueryResult<R>> {
@@ -249,115 +214,25 @@ export function createPgDb(options: PgDbOptions): Db {
       return result.value;
     },
 
-    async listen(channel, onPayload) {
-      let stopped = false;
-      let client: pg.Client | undefined;
-      let retryTimer: NodeJS.Timeout | undefined;
-      const connect = async (): Promise<void> => {
-        // A connection of its own even with the application's pool: LISTEN holds it for good.
-        const c = new pg.Client({
+    listen(channel, onPayload) {
+      // A connection of its own even with the application's pool: LISTEN holds it for good.
+      const newClient = (): pg.Client =>
+        new pg.Client({
           ...(external ? external.options : { connectionString: options.url }),
-          connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
+          connectionTimeoutMillis: connectTimeoutMs,
           keepAlive: true,
           keepAliveInitialDelayMillis,
         });
-        c.on('notification', (msg) => {
-          if (msg.channel === channel) onPayload(msg.payload ?? '');
-        });
-        c.on('error', (err) => {
-          options.logger.warn({ err, channel }, 'notification connection lost; reconnecting');
-          listeners.delete(c);
-          c.end().catch(() => undefined);
-          scheduleReconnect();
-        });
-        await c.connect();
-        await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-        if (stopped) {
-          await c.end();
-          return;
-        }
-        client = c;
-        listeners.add(c);
-      };
-      const scheduleReconnect = (): void => {
-        if (stopped || retryTimer) return;
-        retryTimer = setTimeout(() => {
-          retryTimer = undefined;
-          connect().catch(() => scheduleReconnect());
-        }, 1000);
-        retryTimer.unref();
-      };
-      try {
-        await connect();
-      } catch (err) {
-        // Polling covers the gap; keep trying in the background.
-        options.logger.warn({ err, channel }, 'could not LISTEN; will retry');
-        scheduleReconnect();
-      }
-      return async () => {
-        stopped = true;
-        if (retryTimer) clearTimeout(retryTimer);
-        if (client) {
-          listeners.delete(client);
-          await client.end().catch(() => undefined);
-        }
-      };
+      return listenWithReconnect({ newClient, channel, onPayload, listeners, logger: options.logger });
     },
 
     async notify(channel, payload = '') {
       await pool.query('SELECT pg_notify($1, $2)', [channel, payload]);
     },
 
-    async withAdvisoryLock(name, fn, opts = {}) {
+    withAdvisoryLock(name, fn, opts = {}) {
       // Two postroom installations in one database (different schemas) must not share locks.
-      const key = advisoryKey(scopedLockName(schema, name)).toString();
-      const { client, release } = await acquire();
-      let held = false;
-      let broken = false;
-      let exempted = false;
-      try {
-        // A lock holder may wait for the lock, or run a migration, longer than any statement time-out.
-        const long = wrap(client, UNBOUNDED_MS);
-        if (statementTimeoutMs > 0) {
-          await long.exec('SET statement_timeout = 0');
-          exempted = true;
-        }
-        if (opts.wait === false) {
-          const res = await long.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [key]);
-          if (!res.rows[0]?.ok) return { acquired: false };
-        } else {
-          await long.query('SELECT pg_advisory_lock($1::bigint)', [key]);
-        }
-        held = true;
-        const session: Session = {
-          ...long,
-          async transaction(txFn) {
-            const result = await inTransaction(client, txFn, UNBOUNDED_MS);
-            if ('error' in result) {
-              broken ||= result.broken;
-              throw result.error;
-            }
-            return result.value;
-          },
-        };
-        return { acquired: true, value: await fn(session) };
-      } finally {
-        if (held && !broken) {
-          try {
-            await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
-          } catch {
-            broken = true;
-          }
-        }
-        if (exempted && !broken) {
-          // Back to the connection's default before the pool hands it to anyone else.
-          await client.query('RESET statement_timeout').catch(() => {
-            broken = true;
-          });
-        }
-        // Destroying the connection also frees a session lock we could not release cleanly.
-        release(broken);
-      }
+      return withSessionLock(acquire, advisoryKey(scopedLockName(schema, name)).toString(), statementTimeoutMs > 0, fn, opts);
     },
 
     async close() {
@@ -368,17 +243,113 @@ export function createPgDb(options: PgDbOptions): Db {
   };
 }
 
+/** A connection of the application's pool with postroom's schema on its search_path until it is released. */
+async function leaseInSchema(external: pg.Pool, schema: string, logger: Logger): Promise<Lease> {
+  const lease = await checkout(external, logger);
+  let previous: string;
+  try {
+    previous = (await lease.client.query<{ previous: string }>(SWITCH_SEARCH_PATH, [schema])).rows[0]!.previous;
+  } catch (err) {
+    lease.release(true);
+    throw err;
+  }
+  return {
+    client: lease.client,
+    release(destroy) {
+      if (destroy) return lease.release(true);
+      // Back in the pool only once the application's search_path is restored; a connection that cannot be restored is dropped.
+      lease.client.query(`SELECT set_config('search_path', $1, false)`, [previous]).then(
+        () => lease.release(),
+        () => lease.release(true),
+      );
+    },
+  };
+}
+
+/** Statements on the application's pool: each on a connection leased (and its search_path switched) for it. */
+function leasedQueries(acquire: () => Promise<Lease>): Queryable {
+  return {
+    async query<R>(sql: Sql, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      const { client, release } = await acquire();
+      try {
+        return await wrap(client).query<R>(sql, params);
+      } finally {
+        // Outside a transaction a failed query leaves the session usable; a lost one fails the restore and is dropped.
+        release();
+      }
+    },
+    async exec(sql: string): Promise<void> {
+      await this.query(sql);
+    },
+  };
+}
+
+/**
+ * Runs fn holding a session-level advisory lock on a connection of its own. The holder may wait for the
+ * lock, or run a migration, longer than any statement time-out, so the session is exempted from it.
+ */
+async function withSessionLock<T>(
+  acquire: () => Promise<Lease>,
+  key: string,
+  statementTimeout: boolean,
+  fn: (session: Session) => Promise<T>,
+  opts: { wait?: boolean },
+): Promise<{ acquired: true; value: T } | { acquired: false }> {
+  const { client, release } = await acquire();
+  let held = false;
+  let broken = false;
+  let exempted = false;
+  try {
+    const long = wrap(client, UNBOUNDED_MS);
+    if (statementTimeout) {
+      await long.exec('SET statement_timeout = 0');
+      exempted = true;
+    }
+    if (opts.wait === false) {
+      const res = await long.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [key]);
+      if (!res.rows[0]?.ok) return { acquired: false };
+    } else {
+      await long.query('SELECT pg_advisory_lock($1::bigint)', [key]);
+    }
+    held = true;
+    const session: Session = {
+      ...long,
+      async transaction(txFn) {
+        const result = await inTransaction(client, txFn, UNBOUNDED_MS);
+        if ('error' in result) {
+          broken ||= result.broken;
+          throw result.error;
+        }
+        return result.value;
+      },
+    };
+    return { acquired: true, value: await fn(session) };
+  } finally {
+    if (held && !broken) {
+      try {
+        await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
+      } catch {
+        broken = true;
+      }
+    }
+    if (exempted && !broken) {
+      // Back to the connection's default before the pool hands it to anyone else.
+      await client.query('RESET statement_timeout').catch(() => {
+        broken = true;
+      });
+    }
+    // Destroying the connection also frees a session lock we could not release cleanly.
+    release(broken);
+  }
+}
+
 /**
  * One statement that must answer within `timeoutMs`, or is abandoned: the caller
  * gets StoreUnavailableError at the deadline, and the connection (which may be
  * half-open, or its backend stopped) is destroyed rather than handed back, so the
  * next statement runs on another one. Waiting for a free connection counts too.
  */
-async function boundedQuery<T>(
-  acquire: () => Promise<{ client: pg.PoolClient; release(destroy?: boolean): void }>,
-  timeoutMs: number,
-  run: (client: pg.PoolClient) => Promise<T>,
-): Promise<T> {
+async function boundedQuery<T>(acquire: () => Promise<Lease>, timeoutMs: number, run: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   let expired = false;
   const deadline = new Promise<never>((_, reject) => {

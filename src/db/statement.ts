@@ -6,7 +6,7 @@ import type { NamedStatement, Sql } from './types.js';
  * POSTROOM_DB_PREPARED_STATEMENTS=off) each connection parses and plans it
  * once, as a protocol-level prepared statement, instead of on every call. The
  * worker's statements are each planned in 0.3–0.7 ms, a sixth of its Postgres
- * time per event (docs/benchmarks.md). The name carries a hash of the text, so
+ * time per event (bench/statements.ts). The name carries a hash of the text, so
  * two versions of postroom behind one pooler never mistake each other's statements.
  */
 export function named(name: string, text: string): NamedStatement {

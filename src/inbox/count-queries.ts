@@ -74,8 +74,9 @@ export async function inboxStats(q: Queryable): Promise<InboxStats> {
 /**
  * What Postgres needs to keep de-duplication fast: the event-id index every new
  * event inserts into, against the buffers it has. Catalogue and file sizes only,
- * no table read. Undefined where the store has no such index (not migrated). The
- * B-tree primary key counts until migration 012 replaces it with the hash index.
+ * no table read. Undefined where the store has no such index (not migrated). On a
+ * store migrated only up to 011 that index is the B-tree primary key (012 makes it
+ * a hash index).
  */
 const SIZING_SQL = `SELECT pg_relation_size(coalesce(to_regclass('inbox_event_id_excl'), to_regclass('inbox_pkey')))::float8 AS index_bytes,
        pg_size_bytes(current_setting('shared_buffers'))::float8 AS shared_buffers_bytes`;

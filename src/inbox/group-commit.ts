@@ -1,7 +1,7 @@
 import type { Db, Queryable } from '../db/types.js';
 import { describeError, PostroomError, StoreUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
-import { createCopyChoice, insertInboxBatch, isDataError } from './insert-queries.js';
+import { createCopyChoice, insertInboxBatch, isDataError, type CopyChoice } from './insert-queries.js';
 import type { InsertOutcome, NewInboxEvent } from './types.js';
 
 /** Told once of a queued row's outcome: after the commit that holds it (or proves it already existed), or of the failure. */
@@ -16,7 +16,7 @@ export interface InboxWriter {
   /**
    * As submit, telling `sink` instead of making a promise. Ingress passes the entry that already
    * races the row against its ack budget (ingress/ack-deadline.ts): a promise here, and the
-   * reactions that passed it on, were three more objects and a microtask turn per request.
+   * reactions passing it on, would be three more objects and a microtask turn per request.
    */
   enqueue(event: NewInboxEvent, sink: WriteSink): void;
   /** Stops taking work and waits for queued rows to be flushed. */
@@ -71,84 +71,8 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
   let lastFlushEnd = 0;
   let flushDeadline = 0;
   const { flushTimeoutMs } = options;
-  /** Every statement of a flush shares its deadline. */
-  const flushStore: Queryable =
-    flushTimeoutMs === undefined
-      ? options.db
-      : {
-          query: (sql, params) => options.db.queryWithin(Math.max(1, flushDeadline - performance.now()), sql, params),
-          exec: (sql) => options.db.exec(sql),
-          ...(options.db.copyInWithin
-            ? { copyIn: (sql: string, data: Buffer) => options.db.copyInWithin!(Math.max(1, flushDeadline - performance.now()), sql, data) }
-            : {}),
-        };
+  const flushStore = flushTimeoutMs === undefined ? options.db : withDeadline(options.db, () => flushDeadline);
   const copy = createCopyChoice();
-
-  /**
-   * Writes events with distinct ids. A row the store refuses (a value Postgres
-   * cannot hold) must not take its batch down: bisect until it is alone, then keep
-   * its bytes as a quarantined row so nothing signed is lost.
-   */
-  async function write(events: NewInboxEvent[]): Promise<Map<string, Outcome>> {
-    const out = new Map<string, Outcome>();
-    try {
-      const inserted = await insertInboxBatch(flushStore, events, copy);
-      for (const e of events) out.set(e.eventId, inserted.has(e.eventId) ? 'accepted' : 'duplicate');
-      return out;
-    } catch (err) {
-      if (!isDataError(err)) {
-        const unavailable = new StoreUnavailableError(`inbox write failed: ${describeError(err)}`, { cause: err });
-        for (const e of events) out.set(e.eventId, unavailable);
-        return out;
-      }
-      if (events.length > 1) {
-        const mid = Math.ceil(events.length / 2);
-        for (const half of [events.slice(0, mid), events.slice(mid)]) {
-          for (const [id, o] of await write(half)) out.set(id, o);
-        }
-        return out;
-      }
-      const e = events[0]!;
-      options.logger.warn({ event_id: e.eventId, err }, 'event refused by the store; keeping it as quarantined');
-      const quarantined: NewInboxEvent = {
-        ...e,
-        status: 'quarantined',
-        payloadJson: null,
-        occurredAt: null,
-        correspondenceId: null,
-        lastError: `store refused the event: ${describeError(err)}`.slice(0, 1000),
-      };
-      try {
-        const inserted = await insertInboxBatch(flushStore, [quarantined]);
-        // The answer says what the store kept: a row of its own, quarantined (not the event as sent).
-        out.set(e.eventId, inserted.has(e.eventId) ? (e.status === 'quarantined' ? 'accepted' : 'quarantined') : 'duplicate');
-      } catch (again) {
-        out.set(
-          e.eventId,
-          isDataError(again)
-            ? new PostroomError('store_refused_event', `the store refused the event: ${describeError(again)}`, { cause: again })
-            : new StoreUnavailableError(`inbox write failed: ${describeError(again)}`, { cause: again }),
-        );
-      }
-      return out;
-    }
-  }
-
-  /**
-   * Ingress's sinks answer the request right here, inside the flush (ingress/accept.ts): one that throws must
-   * not keep the rest of the batch from being told, nor stop the writer.
-   */
-  function tell(w: Waiter, o: Outcome): void {
-    try {
-      if (o instanceof Error) w.sink.reject(o);
-      else w.sink.resolve(o);
-    } catch (err) {
-      options.logger.error(
-        { event_id: w.event.eventId, err },
-        'a waiter of the inbox writer threw on its outcome; the others are still told',
-      );
-    }
-  }
 
   async function writeBatch(batch: Waiter[]): Promise<void> {
     // The same event_id twice in one batch: the first is written, the others are its duplicates (rare: no array per id).
@@ -162,7 +86,7 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     for (const w of firsts.values()) events.push(w.event);
     const started = performance.now();
     if (flushTimeoutMs !== undefined) flushDeadline = started + flushTimeoutMs;
-    const outcomes = await write(events);
+    const outcomes = await writeEvents(flushStore, options.logger, copy, events);
     // Before the waiters are told: ingress answers its requests while they are (the flush's time is the store's).
     const finished = performance.now();
     let inserted = 0;
@@ -174,12 +98,12 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
       if (!(o instanceof StoreUnavailableError)) progressed = true;
       if (o instanceof Error) ok = false;
       else if (o !== 'duplicate') inserted++;
-      tell(w, o);
+      tell(options.logger, w, o);
     }
     if (progressed) lastFlushEnd = finished;
     for (const w of repeats ?? []) {
       const o = outcomes.get(w.event.eventId)!;
-      tell(w, o instanceof Error ? o : 'duplicate');
+      tell(options.logger, w, o instanceof Error ? o : 'duplicate');
     }
     options.onFlush?.({ rows: batch.length, inserted, durationMs: finished - started, ok });
   }
@@ -219,4 +143,80 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
       return Math.max(0, performance.now() - Math.max(busySince, lastFlushEnd));
     },
   };
+}
+
+/** Every statement of a flush shares its deadline: one still unanswered then is abandoned (Db.queryWithin). */
+function withDeadline(db: Db, deadline: () => number): Queryable {
+  return {
+    query: (sql, params) => db.queryWithin(Math.max(1, deadline() - performance.now()), sql, params),
+    exec: (sql) => db.exec(sql),
+    ...(db.copyInWithin
+      ? { copyIn: (sql: string, data: Buffer) => db.copyInWithin!(Math.max(1, deadline() - performance.now()), sql, data) }
+      : {}),
+  };
+}
+
+/**
+ * Writes events with distinct ids. A row the store refuses (a value Postgres
+ * cannot hold) must not take its batch down: bisect until it is alone, then keep
+ * its bytes as a quarantined row so nothing signed is lost.
+ */
+async function writeEvents(store: Queryable, logger: Logger, copy: CopyChoice, events: NewInboxEvent[]): Promise<Map<string, Outcome>> {
+  const out = new Map<string, Outcome>();
+  try {
+    const inserted = await insertInboxBatch(store, events, copy);
+    for (const e of events) out.set(e.eventId, inserted.has(e.eventId) ? 'accepted' : 'duplicate');
+    return out;
+  } catch (err) {
+    if (!isDataError(err)) {
+      const unavailable = new StoreUnavailableError(`inbox write failed: ${describeError(err)}`, { cause: err });
+      for (const e of events) out.set(e.eventId, unavailable);
+      return out;
+    }
+    if (events.length > 1) {
+      const mid = Math.ceil(events.length / 2);
+      for (const half of [events.slice(0, mid), events.slice(mid)]) {
+        for (const [id, o] of await writeEvents(store, logger, copy, half)) out.set(id, o);
+      }
+      return out;
+    }
+    const e = events[0]!;
+    out.set(e.eventId, await quarantineRefused(store, logger, e, err));
+    return out;
+  }
+}
+
+/** Keeps a row the store refused as a quarantined row of its own (its bytes, none of its parsed fields). */
+async function quarantineRefused(store: Queryable, logger: Logger, e: NewInboxEvent, err: unknown): Promise<Outcome> {
+  logger.warn({ event_id: e.eventId, err }, 'event refused by the store; keeping it as quarantined');
+  const quarantined: NewInboxEvent = {
+    ...e,
+    status: 'quarantined',
+    payloadJson: null,
+    occurredAt: null,
+    correspondenceId: null,
+    lastError: `store refused the event: ${describeError(err)}`.slice(0, 1000),
+  };
+  try {
+    const inserted = await insertInboxBatch(store, [quarantined]);
+    // The answer says what the store kept: a row of its own, quarantined (not the event as sent).
+    return inserted.has(e.eventId) ? (e.status === 'quarantined' ? 'accepted' : 'quarantined') : 'duplicate';
+  } catch (again) {
+    return isDataError(again)
+      ? new PostroomError('store_refused_event', `the store refused the event: ${describeError(again)}`, { cause: again })
+      : new StoreUnavailableError(`inbox write failed: ${describeError(again)}`, { cause: again });
+  }
+}
+
+/**
+ * Ingress's sinks answer the request right here, inside the flush (ingress/accept.ts): one that throws must
+ * not keep the rest of the batch from being told, nor stop the writer.
+ */
+function tell(logger: Logger, w: Waiter, o: Outcome): void {
+  try {
+    if (o instanceof Error) w.sink.reject(o);
+    else w.sink.resolve(o);
+  } catch (err) {
+    logger.error({ event_id: w.event.eventId, err }, 'a waiter of the inbox writer threw on its outcome; the others are still told');
+  }
 }

@@ -6,36 +6,20 @@ import type { Queryable } from '../db/types.js';
 import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
 
 /**
- * One statement inserts a whole batch: columns travel as arrays (a constant
- * parameter count whatever the batch size), conflicts on event_id are skipped,
- * and one pg_notify for the whole flush when anything was new. Only the count of
- * inserted rows comes back when it is the whole batch (nearly always); the ids
- * are aggregated and sent only when some were duplicates, which saves Postgres
- * building and us parsing an array of every id on every flush.
- *
- * The signed bytes are stored once, in raw_body: Postgres no longer parses every
- * body into jsonb on the hot path (readers parse raw_body instead, see
- * payloadOf). payload is written only for a row that has no raw bytes.
- *
- * The bodies travel as one binary parameter, all of them end to end, and each
- * row takes its slice by offset and length. As a text array they had to be
- * base64-encoded, escaped element by element by the driver and decoded again by
- * Postgres: a third more bytes and three passes over every body per flush.
- *
- * Prepared (named()): parsing and planning this statement cost Postgres about
- * 0.2 ms per flush, 3.4 µs per row of a 64-row flush and twice that at the
- * ~32 rows a flush holds at 64 connections (docs/benchmarks-history.md, stop 23).
- *
- * A delivery's kept headers (accept.ts) nearly always hold the event id and type
- * that ingress has just checked against the signed body, beside a content type
- * and a user agent. Such a row keeps only those two, in their own columns, and
- * readers build the headers back (migrations/010_inbox_delivery_columns.sql).
- * Any other set of headers goes in headers, as JSON.
- *
- * The conflict is the event id's exclusion constraint (migrations/012): ON
- * CONFLICT names no column, since a conflict target must be a unique index and
- * the id's index is a hash index. The inbox has no other unique or exclusion
- * constraint, so this is the only conflict it can skip.
+ * One statement inserts a whole batch, and one pg_notify announces the flush when anything was new:
+ * - columns travel as arrays, a constant parameter count whatever the batch size; the bodies as one
+ *   binary parameter, each row taking its slice by offset and length (as a text array they would be
+ *   base64-encoded, escaped by the driver and decoded by Postgres: a third more bytes, three passes);
+ * - the signed bytes are stored once, in raw_body, and not parsed into jsonb on the hot path (readers
+ *   parse raw_body: payloadOf); payload is written only for a row without raw bytes;
+ * - the usual kept headers (accept.ts) are the event id and type, which the row holds already, and a
+ *   content type and user agent, which get columns of their own; readers build the headers back
+ *   (migrations/010). Any other set of headers goes in headers, as JSON;
+ * - a conflict on the event id is skipped. Its constraint is an exclusion constraint over a hash index
+ *   (migrations/012), so ON CONFLICT names no column; the inbox has no other unique constraint;
+ * - only the count of inserted rows comes back when it is the whole batch (nearly always), the ids
+ *   only when some were duplicates.
+ * Prepared (named()): planning it would cost Postgres about 0.2 ms on every flush (bench/statements.ts).
  */
 const INSERT_BATCH_SQL = named(
   'insert_batch',
@@ -99,8 +83,9 @@ const COPY_LOCK_TIMEOUT = '50ms';
 
 /**
  * Rows in Postgres's binary COPY format instead of the statement above: per flush
- * of 32 rows, 0.78x the statement's Postgres time and 0.9x its WAL (heap rows go in
- * a page at a time), and no array literals to build (docs/benchmarks.md, "Stop 54").
+ * of 32 rows, 0.78 times the statement's Postgres time and 0.9 times its WAL (heap
+ * rows go in a page at a time; `npx tsx bench/statements.ts`), and no array
+ * literals to build.
  * In the same implicit transaction, the NOTIFY goes out only if the rows commit.
  *
  * COPY has no ON CONFLICT: one id already stored fails it whole, and the statement

@@ -65,53 +65,10 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
   const { writer, logger } = options;
   const ackWithin = createAckDeadline(options.ackTimeoutMs);
 
-  const storeError: AcceptOutcome = { kind: 'unavailable', retryAfterSeconds: 5, reason: 'store_error' };
-
-  /** What a finished write (or the ack budget running out first) means for the sender. */
-  function afterWrite(
-    result: InsertOutcome | 'timeout',
-    envelope: ParsedEnvelope,
-    secretLabel: string,
-    skewSeconds: number,
-    endpointId: string | undefined,
-  ): AcceptOutcome {
-    if (result === 'timeout') {
-      // The write may still commit; the sender's retry will then be a duplicate. Never 2xx before the commit.
-      logger.warn({ event_id: envelope.eventId, ack_timeout_ms: options.ackTimeoutMs }, 'store slower than the ack budget; answering 503');
-      return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'ack_timeout' };
-    }
-    // Quarantined: the envelope check refused the body, or the store refused a row the check passed
-    // (the writer then kept its bytes as quarantined and logged the store's error).
-    const refusedByStore = result === 'quarantined';
-    if (refusedByStore || !envelope.ok) {
-      // The writer answers 'quarantined' only for a row it was given as received, so envelope.ok holds then.
-      const reason = envelope.ok
-        ? 'the store refused the event; kept as quarantined (the inbox row gives the store error)'
-        : envelope.reason;
-      if (result !== 'duplicate') {
-        if (!refusedByStore) {
-          logger.warn({ event_id: envelope.eventId, reason, endpoint_id: endpointId }, 'signed body is not a valid envelope; quarantined');
-        }
-        const message = refusedByStore ? reason : `signed body is not a valid envelope; quarantined: ${reason}`;
-        reportEventError(options.onError, logger, new EventError('event_quarantined', message), {
-          eventId: envelope.eventId,
-          type: envelope.type,
-          status: 'quarantined',
-          attempt: 0,
-          retryInMs: null,
-          source: 'ingress',
-        });
-      }
-      return { kind: 'quarantined', eventId: envelope.eventId, reason, secretLabel, skewSeconds, duplicate: result === 'duplicate' };
-    }
-    return { kind: result, eventId: envelope.eventId, secretLabel, skewSeconds };
-  }
-
   /** Everything after the secrets: verify, parse, check the headers, and write; replies at once for a refusal. */
   function withSecrets({ rawBody, headers, endpointId }: IncomingEvent, secretSet: SecretSet, reply: AcceptReply): void {
-    const signatureHeader = headers['x-service-signature'];
     const verified = verifySignature({
-      header: signatureHeader,
+      header: headers['x-service-signature'],
       body: rawBody,
       secrets: secretSet.secrets,
       now: Math.floor(options.clock.now() / 1000),
@@ -129,46 +86,12 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
     const secretLabel = secretSet.labels[verified.secretIndex] ?? `index:${verified.secretIndex}`;
 
     const envelope = parseEnvelope(rawBody);
-    const headerId = single(headers['x-service-event-id']);
-    const headerType = single(headers['x-service-event-type']);
-    const bodyHasId = envelope.ok || !envelope.eventId.startsWith('quarantine:');
-    if (headerId !== undefined && bodyHasId && headerId !== envelope.eventId) {
-      logger.warn(
-        { header_event_id: headerId.slice(0, 300), event_id: envelope.eventId, endpoint_id: endpointId },
-        'suspicious delivery: X-Service-Event-Id differs from the signed body; refused',
-      );
-      reply({ kind: 'mismatched', field: 'event_id' });
+    const mismatched = headerMismatch(logger, headers, envelope, endpointId);
+    if (mismatched) {
+      reply({ kind: 'mismatched', field: mismatched });
       return;
     }
-    if (headerType !== undefined && (envelope.ok || envelope.type !== 'unknown') && headerType !== envelope.type) {
-      logger.warn(
-        { header_type: headerType.slice(0, 300), type: envelope.type, event_id: envelope.eventId, endpoint_id: endpointId },
-        'suspicious delivery: X-Service-Event-Type differs from the signed body; refused',
-      );
-      reply({ kind: 'mismatched', field: 'type' });
-      return;
-    }
-
-    const kept: Record<string, string> = {};
-    for (const name of KEPT_HEADERS) {
-      const v = single(headers[name]);
-      if (v !== undefined) kept[name] = v.slice(0, 1000);
-    }
-    const row: NewInboxEvent = {
-      eventId: envelope.eventId,
-      type: envelope.type,
-      occurredAt: envelope.ok ? envelope.at : null,
-      payloadJson: envelope.ok ? envelope.json : null,
-      rawBody,
-      signatureHeader: single(signatureHeader) ?? null,
-      headers: kept,
-      endpointId: endpointId ?? null,
-      source: 'webhook',
-      correspondenceId: envelope.ok ? envelope.correspondenceId : null,
-      secretIndex: verified.secretIndex,
-      status: envelope.ok ? 'received' : 'quarantined',
-      lastError: envelope.ok ? null : envelope.reason,
-    };
+    const row = inboxRow(rawBody, headers, envelope, verified.secretIndex, endpointId);
     // The write or the ack budget, whichever ends first (one timer for all requests: ack-deadline.ts).
     ackWithin<InsertOutcome>(
       (settle) => writer.enqueue(row, settle),
@@ -176,16 +99,16 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
         // Runs inside the writer's flush or the deadline's timer: whatever fails here, the sender still gets an answer.
         let outcome: AcceptOutcome;
         try {
-          outcome = afterWrite(result, envelope, secretLabel, verified.skewSeconds, endpointId);
+          outcome = outcomeAfterWrite(options, result, envelope, secretLabel, verified.skewSeconds, endpointId);
         } catch (err) {
           logger.error({ event_id: envelope.eventId, err }, 'ingress failed after the write; answering 503 so the sender retries');
-          outcome = storeError;
+          outcome = STORE_ERROR;
         }
         reply(outcome);
       },
       (err) => {
         logger.error({ event_id: envelope.eventId, err }, 'inbox write failed; answering 503 so the sender retries');
-        reply(storeError);
+        reply(STORE_ERROR);
       },
     );
   }
@@ -193,7 +116,7 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
   const secretsUnreadable = (endpointId: string | undefined, err: unknown, reply: AcceptReply): void => {
     // Stored secrets unreadable (store down, nothing cached): the sender must retry, not give up.
     logger.error({ endpoint_id: endpointId, err }, 'could not load signing secrets; answering 503');
-    reply(storeError);
+    reply(STORE_ERROR);
   };
 
   return {
@@ -217,8 +140,105 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
         )
         .catch((err: unknown) => {
           logger.error({ endpoint_id: event.endpointId, err }, 'ingress failed on a delivery; answering 503');
-          reply(storeError);
+          reply(STORE_ERROR);
         });
     },
   };
+}
+
+const STORE_ERROR: AcceptOutcome = { kind: 'unavailable', retryAfterSeconds: 5, reason: 'store_error' };
+
+/** A delivery header naming another event id or type than the signed body: a suspicious delivery, refused. */
+function headerMismatch(
+  logger: Logger,
+  headers: Headers,
+  envelope: ParsedEnvelope,
+  endpointId: string | undefined,
+): 'event_id' | 'type' | undefined {
+  const headerId = single(headers['x-service-event-id']);
+  const headerType = single(headers['x-service-event-type']);
+  const bodyHasId = envelope.ok || !envelope.eventId.startsWith('quarantine:');
+  if (headerId !== undefined && bodyHasId && headerId !== envelope.eventId) {
+    logger.warn(
+      { header_event_id: headerId.slice(0, 300), event_id: envelope.eventId, endpoint_id: endpointId },
+      'suspicious delivery: X-Service-Event-Id differs from the signed body; refused',
+    );
+    return 'event_id';
+  }
+  if (headerType !== undefined && (envelope.ok || envelope.type !== 'unknown') && headerType !== envelope.type) {
+    logger.warn(
+      { header_type: headerType.slice(0, 300), type: envelope.type, event_id: envelope.eventId, endpoint_id: endpointId },
+      'suspicious delivery: X-Service-Event-Type differs from the signed body; refused',
+    );
+    return 'type';
+  }
+  return undefined;
+}
+
+/** The inbox row of a verified delivery: received when its envelope is valid, quarantined (bytes kept) when not. */
+function inboxRow(
+  rawBody: Buffer,
+  headers: Headers,
+  envelope: ParsedEnvelope,
+  secretIndex: number,
+  endpointId: string | undefined,
+): NewInboxEvent {
+  const kept: Record<string, string> = {};
+  for (const name of KEPT_HEADERS) {
+    const v = single(headers[name]);
+    if (v !== undefined) kept[name] = v.slice(0, 1000);
+  }
+  return {
+    eventId: envelope.eventId,
+    type: envelope.type,
+    occurredAt: envelope.ok ? envelope.at : null,
+    payloadJson: envelope.ok ? envelope.json : null,
+    rawBody,
+    signatureHeader: single(headers['x-service-signature']) ?? null,
+    headers: kept,
+    endpointId: endpointId ?? null,
+    source: 'webhook',
+    correspondenceId: envelope.ok ? envelope.correspondenceId : null,
+    secretIndex,
+    status: envelope.ok ? 'received' : 'quarantined',
+    lastError: envelope.ok ? null : envelope.reason,
+  };
+}
+
+/** What a finished write (or the ack budget running out first) means for the sender. */
+function outcomeAfterWrite(
+  options: IngressCoreOptions,
+  result: InsertOutcome | 'timeout',
+  envelope: ParsedEnvelope,
+  secretLabel: string,
+  skewSeconds: number,
+  endpointId: string | undefined,
+): AcceptOutcome {
+  const { logger } = options;
+  if (result === 'timeout') {
+    // The write may still commit; the sender's retry will then be a duplicate. Never 2xx before the commit.
+    logger.warn({ event_id: envelope.eventId, ack_timeout_ms: options.ackTimeoutMs }, 'store slower than the ack budget; answering 503');
+    return { kind: 'unavailable', retryAfterSeconds: 5, reason: 'ack_timeout' };
+  }
+  // Quarantined: the envelope check refused the body, or the store refused a row the check passed
+  // (the writer then kept its bytes as quarantined and logged the store's error).
+  const refusedByStore = result === 'quarantined';
+  if (!refusedByStore && envelope.ok) return { kind: result, eventId: envelope.eventId, secretLabel, skewSeconds };
+  // The writer answers 'quarantined' only for a row it was given as received, so envelope.ok holds then.
+  const reason = envelope.ok ? 'the store refused the event; kept as quarantined (the inbox row gives the store error)' : envelope.reason;
+  if (result !== 'duplicate') {
+    if (!refusedByStore) {
+      logger.warn({ event_id: envelope.eventId, reason, endpoint_id: endpointId }, 'signed body is not a valid envelope; quarantined');
+    }
+    const message = refusedByStore ? reason : `signed body is not a valid envelope; quarantined: ${reason}`;
+    reportEventError(options.onError, logger, new EventError('event_quarantined', message), {
+      eventId: envelope.eventId,
+      type: envelope.type,
+      status: 'quarantined',
+      attempt: 0,
+      retryInMs: null,
+      source: 'ingress',
+    });
+  }
+  return { kind: 'quarantined', eventId: envelope.eventId, reason, secretLabel, skewSeconds, duplicate: result === 'duplicate' };
 }

@@ -1,12 +1,11 @@
 /**
  * The ack budget for every request of an ingress, on one timer.
  *
- * Each request used to arm a timer of its own and clear it when its write
- * finished: a Timeout object and two updates of Node's timer lists per request,
- * about 1 µs of its ~35 µs of process CPU (docs/benchmarks-history.md, stop 30). Every
- * request has the same budget, so their deadlines come in the order they arrive:
- * a queue in arrival order, with one timer armed for the oldest unanswered one,
- * gives each the same answer at the same moment.
+ * A timer per request would be a Timeout object and two updates of Node's timer
+ * lists for each, about 1 µs of a request's ~35 µs of process CPU (bench/cpu.ts).
+ * Every request has the same budget, so their deadlines come in the order they
+ * arrive: a queue in arrival order, with one timer armed for the oldest
+ * unanswered one, gives each the same answer at the same moment.
  */
 
 /** Told once of the raced work's result (later calls are ignored). */
@@ -28,10 +27,10 @@ class Pending<T> implements Settle<T> {
   settled = false;
   /**
    * Cleared once settled. A settled entry waits in the queue until every older one has settled too, and
-   * these hold the request's answer, and through it the request: behind one slow write at the head,
-   * every later request stayed reachable until that write ended, and in steady load enough of them
-   * lived into V8's old generation to double the collector's work per event
-   * (bench/instructions.ts, docs/benchmarks.md "stop 34").
+   * these hold the request's answer, and through it the request: kept, every request behind one slow
+   * write at the head would stay reachable until that write ended, and in steady load enough of them
+   * would live into V8's old generation to double the collector's work per event (bench/instructions.ts
+   * counts the collector's instructions apart).
    */
   private done: ((value: T | 'timeout') => void) | undefined;
   private fail: ((err: unknown) => void) | undefined;

@@ -60,7 +60,7 @@ const single = (v: string | string[] | undefined): string | undefined => (Array.
  * Nothing is stored: de-duplication and retries are the inbox's (createPostroom).
  *
  *   const event = constructEvent(rawBody, req.headers, [process.env.POSTROOM_WEBHOOK_SECRET]);
- *   if (event.type === 'participant.acted') event.data.act;   // typed
+ *   switch (event.type) { … }   // each case narrows event.data to its type's fields
  *
  * Throws WebhookVerificationError (a PostroomError) with a stable `code`.
  */

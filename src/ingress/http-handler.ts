@@ -63,85 +63,15 @@ export function errorBody(code: string, message: string) {
  * verifies before parsing (in the core), and answers only what is true.
  */
 export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHandler {
-  const { core, logger, metrics } = options;
+  const { core, logger } = options;
+  const rec = createOutcomeRecorder(options.metrics);
   let warnedPreParsed = false;
-
-  // Hot children (src/metrics/hot.ts): prom-client's own inc()/observe() hash the labels on every call.
-  // Looked up by outcome alone on the paths every delivery takes (no reason), so no key is built for them.
-  const children = new Map<string, { requests: HotCounterChild; ack: HotHistogramChild }>();
-  const record = (outcome: string, reason: string, startedAt: number): void => {
-    if (!metrics) return;
-    const key = reason === '' ? outcome : `${outcome}\u0000${reason}`;
-    let c = children.get(key);
-    if (!c) {
-      c = { requests: metrics.ingressRequests.hot({ outcome, reason }), ack: metrics.ackDuration.hot({ outcome }) };
-      children.set(key, c);
-    }
-    c.requests.inc();
-    c.ack.observe((performance.now() - startedAt) / 1000);
-  };
-  const secretChildren = new Map<string, HotCounterChild>();
-  const countSecret = (label: string): void => {
-    if (!metrics) return;
-    let c = secretChildren.get(label);
-    if (!c) secretChildren.set(label, (c = metrics.secretMatches.hot({ secret: label })));
-    c.inc();
-  };
-  const skew = metrics?.clockSkew.hot();
-  const skewAbs = metrics?.clockSkewAbs.hot();
-  const observeSkew = (seconds: number): void => {
-    skew?.set(seconds);
-    skewAbs?.observe(Math.abs(seconds));
-  };
-
-  /** The answer for an outcome; called by the core once the outcome is true (for a stored event, inside its flush). */
-  const respond = (res: ServerResponse, outcome: AcceptOutcome, startedAt: number): void => {
-    switch (outcome.kind) {
-      case 'accepted':
-      case 'duplicate':
-        countSecret(outcome.secretLabel);
-        observeSkew(outcome.skewSeconds);
-        record(outcome.kind, '', startedAt);
-        sendCanned(res, outcome.kind);
-        return;
-      case 'quarantined': {
-        countSecret(outcome.secretLabel);
-        observeSkew(outcome.skewSeconds);
-        const status = outcome.duplicate ? 'duplicate' : 'quarantined';
-        record(status, '', startedAt);
-        sendCanned(res, status);
-        return;
-      }
-      case 'invalid_signature':
-        if (outcome.skewSeconds !== undefined && outcome.reason === 'timestamp_outside_window') observeSkew(outcome.skewSeconds);
-        record('invalid_signature', outcome.reason, startedAt);
-        sendJson(res, 401, errorBody(outcome.reason, 'Signature verification failed.'));
-        return;
-      case 'mismatched':
-        record('mismatched', outcome.field, startedAt);
-        sendJson(
-          res,
-          400,
-          errorBody(
-            `${outcome.field}_mismatch`,
-            `The X-Service-Event-${outcome.field === 'type' ? 'Type' : 'Id'} header does not match the signed body.`,
-          ),
-        );
-        return;
-      case 'unavailable':
-        record('unavailable', outcome.reason, startedAt);
-        sendJson(res, 503, errorBody('store_unavailable', 'The event could not be stored durably; retry later.'), {
-          'Retry-After': String(outcome.retryAfterSeconds),
-        });
-        return;
-    }
-  };
 
   /** Once the body's exact bytes are in hand: answered from inside the core (for a stored event, inside its flush). */
   const accept = (req: IncomingMessage, res: ServerResponse, endpointId: string | undefined, body: Buffer, startedAt: number): void => {
     core.accept({ rawBody: body, headers: req.headers, endpointId }, (outcome) => {
       try {
-        respond(res, outcome, startedAt);
+        respond(rec, res, outcome, startedAt);
       } catch (err) {
         // A throw here must not leave the sender waiting until its time-out.
         logger.error({ err }, 'answering a webhook failed; closing its connection');
@@ -150,30 +80,16 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
     });
   };
 
-  const bodyUnreadable = (req: IncomingMessage, res: ServerResponse, err: unknown, startedAt: number): void => {
-    const type = (err as { type?: string }).type;
-    if (type === 'entity.too.large') {
-      record('too_large', '', startedAt);
-      sendJson(res, 413, errorBody('payload_too_large', `Body exceeds the ${options.maxBodyBytes}-byte limit (POSTROOM_MAX_BODY_BYTES).`), {
-        Connection: 'close',
-      });
-      return;
-    }
-    record('bad_request', type ?? 'read_error', startedAt);
-    // A client that went away gets nothing; one that sent a bad length gets a 400.
-    if (!req.destroyed) sendJson(res, 400, errorBody('bad_request', 'The request body could not be read.'));
-  };
-
   const handle: WebhookHandler = (req, res, endpointId) => {
     const startedAt = performance.now();
     if (endpointId !== undefined && !ENDPOINT_ID.test(endpointId)) {
-      record('bad_request', 'endpoint_id', startedAt);
+      rec.record('bad_request', 'endpoint_id', startedAt);
       sendJson(res, 404, errorBody('unknown_endpoint', 'No webhook route for that endpoint id.'));
       return;
     }
     const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
     if (encoding !== 'identity') {
-      record('bad_request', 'content_encoding', startedAt);
+      rec.record('bad_request', 'content_encoding', startedAt);
       sendJson(res, 415, errorBody('unsupported_content_encoding', 'Send the body uncompressed: the signature covers the exact bytes.'));
       return;
     }
@@ -191,7 +107,7 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
             'Mount the postroom router before express.json(), or use express.json({ verify: captureRawBody }).',
         );
       }
-      record('unavailable', 'raw_body_consumed', startedAt);
+      rec.record('unavailable', 'raw_body_consumed', startedAt);
       sendJson(
         res,
         500,
@@ -203,7 +119,7 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
     getRawBody(req, { length: req.headers['content-length'], limit: options.maxBodyBytes }, (err, body) => {
       // Called from the request stream's events: a throw here would reach the process, not the sender.
       try {
-        if (err) bodyUnreadable(req, res, err, startedAt);
+        if (err) bodyUnreadable(rec, options.maxBodyBytes, req, res, err, startedAt);
         else accept(req, res, endpointId, body, startedAt);
       } catch (thrown) {
         failed(res, thrown);
@@ -224,4 +140,107 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
       failed(res, err);
     }
   };
+}
+
+/** The ingress metrics a handler keeps: requests and acknowledgement times by outcome, secret matches, clock skew. */
+interface OutcomeRecorder {
+  record(outcome: string, reason: string, startedAt: number): void;
+  countSecret(label: string): void;
+  observeSkew(seconds: number): void;
+}
+
+function createOutcomeRecorder(metrics: Metrics | undefined): OutcomeRecorder {
+  // Hot children (src/metrics/hot.ts): prom-client's own inc()/observe() hash the labels on every call.
+  // Looked up by outcome alone on the paths every delivery takes (no reason), so no key is built for them.
+  const children = new Map<string, { requests: HotCounterChild; ack: HotHistogramChild }>();
+  const secretChildren = new Map<string, HotCounterChild>();
+  const skew = metrics?.clockSkew.hot();
+  const skewAbs = metrics?.clockSkewAbs.hot();
+  return {
+    record(outcome, reason, startedAt) {
+      if (!metrics) return;
+      const key = reason === '' ? outcome : `${outcome}\u0000${reason}`;
+      let c = children.get(key);
+      if (!c) {
+        c = { requests: metrics.ingressRequests.hot({ outcome, reason }), ack: metrics.ackDuration.hot({ outcome }) };
+        children.set(key, c);
+      }
+      c.requests.inc();
+      c.ack.observe((performance.now() - startedAt) / 1000);
+    },
+    countSecret(label) {
+      if (!metrics) return;
+      let c = secretChildren.get(label);
+      if (!c) secretChildren.set(label, (c = metrics.secretMatches.hot({ secret: label })));
+      c.inc();
+    },
+    observeSkew(seconds) {
+      skew?.set(seconds);
+      skewAbs?.observe(Math.abs(seconds));
+    },
+  };
+}
+
+/** The answer for an outcome; called by the core once the outcome is true (for a stored event, inside its flush). */
+function respond(rec: OutcomeRecorder, res: ServerResponse, outcome: AcceptOutcome, startedAt: number): void {
+  switch (outcome.kind) {
+    case 'accepted':
+    case 'duplicate':
+      rec.countSecret(outcome.secretLabel);
+      rec.observeSkew(outcome.skewSeconds);
+      rec.record(outcome.kind, '', startedAt);
+      sendCanned(res, outcome.kind);
+      return;
+    case 'quarantined': {
+      rec.countSecret(outcome.secretLabel);
+      rec.observeSkew(outcome.skewSeconds);
+      const status = outcome.duplicate ? 'duplicate' : 'quarantined';
+      rec.record(status, '', startedAt);
+      sendCanned(res, status);
+      return;
+    }
+    case 'invalid_signature':
+      if (outcome.skewSeconds !== undefined && outcome.reason === 'timestamp_outside_window') rec.observeSkew(outcome.skewSeconds);
+      rec.record('invalid_signature', outcome.reason, startedAt);
+      sendJson(res, 401, errorBody(outcome.reason, 'Signature verification failed.'));
+      return;
+    case 'mismatched':
+      rec.record('mismatched', outcome.field, startedAt);
+      sendJson(
+        res,
+        400,
+        errorBody(
+          `${outcome.field}_mismatch`,
+          `The X-Service-Event-${outcome.field === 'type' ? 'Type' : 'Id'} header does not match the signed body.`,
+        ),
+      );
+      return;
+    case 'unavailable':
+      rec.record('unavailable', outcome.reason, startedAt);
+      sendJson(res, 503, errorBody('store_unavailable', 'The event could not be stored durably; retry later.'), {
+        'Retry-After': String(outcome.retryAfterSeconds),
+      });
+      return;
+  }
+}
+
+function bodyUnreadable(
+  rec: OutcomeRecorder,
+  maxBodyBytes: number,
+  req: IncomingMessage,
+  res: ServerResponse,
+  err: unknown,
+  startedAt: number,
+): void {
+  const type = (err as { type?: string }).type;
+  if (type === 'entity.too.large') {
+    rec.record('too_large', '', startedAt);
+    sendJson(res, 413, errorBody('payload_too_large', `Body exceeds the ${maxBodyBytes}-byte limit (POSTROOM_MAX_BODY_BYTES).`), {
+      Connection: 'close',
+    });
+    return;
+  }
+  rec.record('bad_request', type ?? 'read_error', startedAt);
+  // A client that went away gets nothing; one that sent a bad length gets a 400.
+  if (!req.destroyed) sendJson(res, 400, errorBody('bad_request', 'The request body could not be read.'));
 }

@@ -7,9 +7,9 @@ export type MetricLabels<T extends string> = Partial<Record<T, string | number>>
  * Counters and histograms for paths that run once per event.
  *
  * prom-client validates and hashes the label object on every inc() and observe(), its labels()
- * children included (they only bind the object). At five such calls per webhook that was about
- * 15 µs of a request's ~110 µs of process CPU (CPU profile, docs/benchmarks-history.md "stop 25"), more
- * than verifying the signature. A hot child counts into plain numbers; the metric folds them in
+ * children included (they only bind the object). At five such calls per webhook that costs more
+ * than verifying the signature (about 15 µs of a request's ~110 µs of process CPU in the profiles
+ * `CPU_PROF_DIR=<dir> npx tsx bench/cpu.ts` writes). A hot child counts into plain numbers; the metric folds them in
  * whenever it is read (every scrape, every get()), so what a scrape shows is exact as of that
  * scrape. Everything else (inc, observe, labels, reset, the registry) is prom-client's own.
  */

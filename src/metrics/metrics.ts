@@ -44,7 +44,27 @@ export function createMetrics(options: MetricsOptions = {}) {
       labelNames: ['version', 'node_version'],
       registers: r,
     }),
+    // Registered in this order, which /metrics keeps.
+    ...ingressMetrics(r),
+    ...workerMetrics(r),
+    ...reconcileMetrics(r),
+    ...storeMetrics(r),
+    ...apiMetrics(r),
+  };
+  m.buildInfo.set({ version: options.version ?? 'dev', node_version: process.version }, 1);
+  // Every dead series exists at 0 from the start: a counter series that first appears at 1
+  // shows no increase(), so the first dead event of a type would never fire PostroomEventsDead.
+  for (const eventType of [...EVENT_TYPE_LABELS, 'other']) m.eventsProcessed.inc({ event_type: eventType, status: 'dead' }, 0);
+  made.add(m);
+  return m;
+}
 
+/** Every series, as postroom's own modules count into them. */
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/** Ingress: requests, acknowledgements, signatures and group-commit flushes. */
+function ingressMetrics(r: Registry[]) {
+  return {
     ingressRequests: new HotCounter({
       name: 'postroom_ingress_requests_total',
       help: 'Webhook requests by outcome (accepted, duplicate, invalid_signature, mismatched, quarantined, too_large, unavailable, bad_request) and reason.',
@@ -88,7 +108,12 @@ export function createMetrics(options: MetricsOptions = {}) {
       buckets: ACK_BUCKETS,
       registers: r,
     }),
+  };
+}
 
+/** The inbox and the worker: backlog, handlers, claims and batches, finished events. */
+function workerMetrics(r: Registry[]) {
+  return {
     inboxEvents: new Gauge({
       name: 'postroom_inbox_events',
       help: 'Inbox events by status (from the database, at scrape time).',
@@ -135,7 +160,12 @@ export function createMetrics(options: MetricsOptions = {}) {
       labelNames: ['event_type', 'status'],
       registers: r,
     }),
+  };
+}
 
+/** The reconciler's runs and what they left open. */
+function reconcileMetrics(r: Registry[]) {
+  return {
     reconcileRuns: new Counter({
       name: 'postroom_reconcile_runs_total',
       help: 'Reconcile runs by outcome (clean, gaps_open, failed, skipped_not_leader).',
@@ -163,6 +193,12 @@ export function createMetrics(options: MetricsOptions = {}) {
       help: 'Pending deliveries older than the threshold at the last completed reconcile run.',
       registers: r,
     }),
+  };
+}
+
+/** The database as a scrape finds it. */
+function storeMetrics(r: Registry[]) {
+  return {
     storeUp: new Gauge({
       name: 'postroom_store_up',
       help: "1 when the database answered the last scrape's queries in time, else 0.",
@@ -180,7 +216,12 @@ export function createMetrics(options: MetricsOptions = {}) {
       help: "The database's shared_buffers setting, in bytes (from the database).",
       registers: r,
     }),
+  };
+}
 
+/** Calls to the service API. */
+function apiMetrics(r: Registry[]) {
+  return {
     apiRequests: new Counter({
       name: 'postroom_api_requests_total',
       help: 'Service API requests by operation and status class (2xx, 4xx, 5xx, network).',
@@ -195,16 +236,7 @@ export function createMetrics(options: MetricsOptions = {}) {
       registers: r,
     }),
   };
-  m.buildInfo.set({ version: options.version ?? 'dev', node_version: process.version }, 1);
-  // Every dead series exists at 0 from the start: a counter series that first appears at 1
-  // shows no increase(), so the first dead event of a type would never fire PostroomEventsDead.
-  for (const eventType of [...EVENT_TYPE_LABELS, 'other']) m.eventsProcessed.inc({ event_type: eventType, status: 'dead' }, 0);
-  made.add(m);
-  return m;
 }
-
-/** Every series, as postroom's own modules count into them. */
-export type Metrics = ReturnType<typeof createMetrics>;
 
 /**
  * postroom's series as an application holds them: made by createMetrics and handed to createPostroom,

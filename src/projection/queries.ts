@@ -48,10 +48,11 @@ status AS (
   ORDER BY correspondence_id, ${orderBy(RANKED('status_rank', 'at', 'event_id'))}
 ),
 created AS (
-  -- The snapshot of the earliest correspondence.created (there is normally one). Within a batch a tie in
-  -- created_at falls to the event's at and id, which the stored row does not keep; across batches it keeps the stored one.
+  -- The snapshot of the earliest correspondence.created (there is normally one): the only facts that carry
+  -- created_at (facts.ts). Within a batch a tie in created_at falls to the event's at and id, which the stored
+  -- row does not keep; across batches it keeps the stored one.
   SELECT DISTINCT ON (correspondence_id) correspondence_id, kind, subject, content_type, created_at
-  FROM f WHERE type = 'correspondence.created'
+  FROM f WHERE created_at IS NOT NULL
   ORDER BY correspondence_id, ${orderBy(EARLIEST_CREATED)}, at, event_id COLLATE "C"
 ),
 summary AS (

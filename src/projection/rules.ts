@@ -13,14 +13,3 @@ export function statusRank(status: string): number {
 export function stateRank(state: string): number {
   return Object.hasOwn(STATE_RANK, state) ? STATE_RANK[state]! : 0;
 }
-
-/** Event types that change the projection; the others leave it alone. */
-export const PROJECTED_TYPES = new Set<string>([
-  'correspondence.created',
-  'correspondence.send_completed',
-  'participant.acted',
-  'document.attached',
-  'form.response_received',
-  'correspondence.sealed',
-  'correspondence.withdrawn',
-]);

@@ -38,9 +38,9 @@ export function orderBy(order: SortOrder): string {
 /**
  * Whether row `a` sorts strictly before row `b` in `order`, as a boolean that
  * is never NULL: what ORDER BY would put first, with the same NULL placement.
- * Evaluated inline for each conflicting row of an upsert, it replaces a
- * subquery that sorted the two rows, one sort per fact per row (a third of the
- * correspondence upsert's time in Postgres, issue 16).
+ * Evaluated inline for each conflicting row of an upsert, so no subquery has to
+ * sort the two rows: that would be one sort per fact per conflicting row, a
+ * large share of the correspondence upsert's time in Postgres.
  */
 export function sortsBefore(order: SortOrder, a: string, b: string): string {
   const terms = order.map((k) => {

@@ -1,5 +1,6 @@
 import type { ApiClient } from '../client/client.js';
 import type { Db } from '../db/types.js';
+import { RECONCILE_DEFAULTS } from './defaults.js';
 import { eventIdsInInbox } from './state-queries.js';
 
 export interface AuditResult {
@@ -38,7 +39,7 @@ export async function auditDelivered(
       const page = await api.webhookDeliveries.list({
         status: 'delivered',
         endpoint_id: endpointId,
-        limit: options.pageSize ?? 200,
+        limit: options.pageSize ?? RECONCILE_DEFAULTS.pageSize,
         ...(cursor ? { cursor } : {}),
       });
       result.delivered_scanned += page.items.length;

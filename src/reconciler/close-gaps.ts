@@ -1,4 +1,5 @@
 import type { Db } from '../db/types.js';
+import { eventTypeTraits } from '../events/type-table.js';
 import { CORRESPONDENCE_SCOPED_TYPES } from './dead-deliveries.js';
 import { explanationsOf, insertExplanations, usedExplanationIds, type ExplanationWindow } from './explanation-queries.js';
 import { closeGapWithEvidence, openGapsToMatch } from './gap-queries.js';
@@ -140,4 +141,5 @@ function attributionOf(
   return { attribution: 'type_and_time', candidate_count: count, candidate_correspondence_ids: listed };
 }
 
-const isClaim = (type: string): boolean => type === 'claim.claimed' || type === 'claim.expired';
+/** A claim shows in a re-read only as the state it left a participant in (src/events/type-table.ts). */
+const isClaim = (type: string): boolean => eventTypeTraits(type)?.reread === 'participant_state';

@@ -2,21 +2,25 @@ import type { WebhookDelivery } from '../client/types.js';
 import { isApiError } from '../client/errors.js';
 import type { Db } from '../db/types.js';
 import type { Logger } from '../logging/logger.js';
-import { PROJECTED_TYPES } from '../projection/rules.js';
+import { eventTypeTraits, eventTypesWhere } from '../events/type-table.js';
+import { RECONCILE_DEFAULTS } from './defaults.js';
 import { upsertGaps, type NewGap } from './gap-queries.js';
 import { completeWalk, eventIdsInInbox, getWatermark, saveResumePoint } from './state-queries.js';
 import type { ReconcileOptions, ReconcileProgress, ReconcilerApi } from './types.js';
 
 /**
- * Event types whose effect a re-read of their correspondence recovers: what the
- * projection applies, plus claims (their effect is a participant's state). Others
- * (wallet, campaign) have nothing to re-read: their gaps stay open for on-call.
+ * Event types about a correspondence, whose gaps a re-read of files can account
+ * for. Others (wallet, campaign) have nothing to re-read: their gaps stay open for on-call.
  */
-export const CORRESPONDENCE_SCOPED_TYPES: readonly string[] = [...PROJECTED_TYPES, 'claim.claimed', 'claim.expired'];
-const CORRESPONDENCE_SCOPED = new Set<string>(CORRESPONDENCE_SCOPED_TYPES);
+export const CORRESPONDENCE_SCOPED_TYPES: readonly string[] = eventTypesWhere((t) => t.about === 'correspondence');
 
-export function isCorrespondenceScoped(type: string): boolean {
-  return CORRESPONDENCE_SCOPED.has(type);
+function isCorrespondenceScoped(type: string): boolean {
+  return eventTypeTraits(type)?.about === 'correspondence';
+}
+
+/** A dead delivery of a type sent only on request (the test operation's) is nothing missed. */
+function isOnRequest(type: string): boolean {
+  return eventTypeTraits(type)?.delivery === 'on_request';
 }
 
 /** Some deliveries may name their correspondence (a field the spec does not show); use it when present. */
@@ -50,7 +54,7 @@ export async function walkDeadDeliveries(
 ): Promise<WalkTotals> {
   const status = 'dead';
   const dryRun = options.dryRun ?? false;
-  const overlapMs = options.overlapMs ?? 7 * 86_400_000;
+  const overlapMs = options.overlapMs ?? RECONCILE_DEFAULTS.overlapMs;
   const mark = await getWatermark(db, endpointId, status);
   const skipBefore = mark.watermark ? mark.watermark.getTime() - overlapMs : -Infinity;
   const since = options.since?.getTime() ?? -Infinity;
@@ -65,11 +69,11 @@ export async function walkDeadDeliveries(
       page = await api.webhookDeliveries.list({
         status,
         endpoint_id: endpointId,
-        limit: options.pageSize ?? 200,
+        limit: options.pageSize ?? RECONCILE_DEFAULTS.pageSize,
         ...(cursor ? { cursor } : {}),
       });
     } catch (err) {
-      // A stored cursor the service no longer honours: start the walk again from the top.
+      // A stored cursor the service refuses (it expired, or the listing changed): start the walk again from the top.
       if (cursor && cursor === mark.resumeCursor && isApiError(err) && (err.status === 400 || err.status === 404 || err.status === 422)) {
         options.logger.warn({ endpoint_id: endpointId }, 'stored resume cursor refused; walking the dead deliveries from the start');
         cursor = undefined;
@@ -85,7 +89,7 @@ export async function walkDeadDeliveries(
       const created = Date.parse(d.created_at);
       if (!Number.isNaN(created) && (maxSeen === null || created > maxSeen.getTime())) maxSeen = new Date(created);
       if ((!Number.isNaN(created) && created < skipBefore) || created < since) totals.skipped++;
-      else if (d.event_type !== 'webhook.test') fresh.push(d);
+      else if (!isOnRequest(d.event_type)) fresh.push(d);
     }
     const present = await eventIdsInInbox(
       db,

@@ -4,9 +4,10 @@ import type { Config } from '../config/config.js';
 import type { Db } from '../db/types.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
-import { seriesOf, type PostroomMetrics } from '../metrics/metrics.js';
+import { seriesOf, type Metrics, type PostroomMetrics } from '../metrics/metrics.js';
 import { readConsumption } from '../worker/consumer-queries.js';
 import { consumedBy } from './consumption.js';
+import { RECONCILE_DEFAULTS } from './defaults.js';
 import { CORRESPONDENCE_SCOPED_TYPES, findAtRisk, walkDeadDeliveries } from './dead-deliveries.js';
 import { closeExplainedGaps } from './close-gaps.js';
 import { closeNotConsumed, countOpenGaps, explainOpenGaps, openGapOutline, openGapTypes, recoverGapsReceivedLater } from './gap-queries.js';
@@ -41,178 +42,26 @@ export interface Reconciler {
 
 export const RECONCILE_LOCK = 'reconcile';
 
+/** What a run works with: the deps, with the series behind the metrics handle. */
+type RunDeps = Omit<ReconcilerDeps, 'metrics'> & { metrics: Metrics | undefined };
+
 /** The run options the configuration sets. */
 export function reconcileDefaults(config: Pick<Config, 'reconcileConsumedTypes' | 'reconcileMatchWindowMs'>): Partial<ReconcileOptions> {
   return { consumedTypes: config.reconcileConsumedTypes, matchWindowMs: config.reconcileMatchWindowMs };
 }
 
 export function createReconciler(deps: ReconcilerDeps): Reconciler {
-  const { db, api, logger, clock } = deps;
-  const metrics = deps.metrics && seriesOf(deps.metrics);
+  const inner: RunDeps = { ...deps, metrics: deps.metrics && seriesOf(deps.metrics) };
+  const { db, logger, metrics, clock } = inner;
   const holder = deps.holder ?? `${os.hostname()}:${process.pid}`;
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-
-  async function endpointsToWalk(options: ReconcileOptions): Promise<string[]> {
-    if (options.endpoints?.length) return options.endpoints;
-    const known = await knownEndpointIds(db);
-    if (known.length) return known;
-    // Nothing recorded locally (secrets configured by hand): ask the service which endpoints exist.
-    const ids: string[] = [];
-    for await (const e of api.webhookEndpoints.iterate({ limit: 100 })) ids.push(e.endpoint_id);
-    return ids;
-  }
-
-  async function runLocked(options: ReconcileOptions): Promise<ReconcileSummary> {
-    const started = clock.now();
-    const dryRun = options.dryRun ?? false;
-    const runId = dryRun ? null : await startRun(db, false, holder);
-    const progress: ReconcileProgress = {
-      phase: 'dead-deliveries',
-      pages: 0,
-      deliveries_scanned: 0,
-      gaps_found: 0,
-      correspondences_reread: 0,
-    };
-    const summary: ReconcileSummary = {
-      run_id: runId,
-      dry_run: dryRun,
-      outcome: 'clean',
-      endpoints: [],
-      pages: 0,
-      deliveries_scanned: 0,
-      deliveries_skipped: 0,
-      gaps_found: 0,
-      gaps_recovered: 0,
-      gaps_state_synced: 0,
-      gaps_not_consumed: 0,
-      gaps_open: 0,
-      reread_source: 'listing',
-      at_risk: { count: 0, sample: [] },
-      correspondences_reread: 0,
-      reread_failures: [],
-      synthetic_events_written: 0,
-      synthetic_events_planned: 0,
-      duration_ms: 0,
-    };
-    try {
-      summary.endpoints = await endpointsToWalk(options);
-      let earliestGap: Date | null = null;
-      for (const endpointId of summary.endpoints) {
-        progress.endpointId = endpointId;
-        const walked = await walkDeadDeliveries(db, api, endpointId, { ...options, logger, progress });
-        summary.pages += walked.pages;
-        summary.deliveries_scanned += walked.scanned;
-        summary.deliveries_skipped += walked.skipped;
-        summary.gaps_found += walked.gaps_found;
-        if (walked.earliestGapDelivery && (!earliestGap || walked.earliestGapDelivery < earliestGap))
-          earliestGap = walked.earliestGapDelivery;
-
-        progress.phase = 'at-risk';
-        options.onProgress?.(progress);
-        const risk = await findAtRisk(
-          api,
-          endpointId,
-          new Date(clock.now() - (options.atRiskAfterMs ?? 15 * 60_000)),
-          options.pageSize ?? 200,
-        );
-        summary.at_risk.count += risk.count;
-        summary.at_risk.sample.push(...risk.sample.slice(0, 20 - summary.at_risk.sample.length));
-        progress.phase = 'dead-deliveries';
-      }
-      if (!dryRun) summary.gaps_recovered += await recoverGapsReceivedLater(db, runId);
-
-      // Types nothing consumes close as not_consumed: an outage where nothing needed was lost ends clean.
-      const isConsumed = consumedBy(await readConsumption(db), options.consumedTypes ?? []);
-      if (!dryRun)
-        summary.gaps_not_consumed += await closeNotConsumed(
-          db,
-          (await openGapTypes(db)).filter((t) => !isConsumed(t)),
-          runId,
-        );
-
-      // Pass 2: re-read every file that changed since the earliest open gap (or the last walk), and those gaps name.
-      progress.phase = 're-read';
-      const matchWindowMs = options.matchWindowMs ?? 120_000;
-      const outline = await openGapOutline(db, CORRESPONDENCE_SCOPED_TYPES);
-      // The database's clock, the one that stamped first_seen_at on the gaps: every re-read below comes after it.
-      const rereadStarted = (await db.query<{ t: Date }>('SELECT now() AS t')).rows[0]!.t;
-      const reread = await rereadFiles(
-        { db, api, clock, logger },
-        {
-          ...options,
-          dryRun,
-          runId,
-          matchWindowMs,
-          earliestGap:
-            [outline.earliestDelivery, earliestGap].filter((d): d is Date => d !== null).sort((a, b) => a.getTime() - b.getTime())[0] ??
-            null,
-          namedIds: outline.correspondenceIds,
-          onFile: () => {
-            progress.correspondences_reread++;
-            options.onProgress?.(progress);
-          },
-        },
-      );
-      if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
-      summary.reread_source = reread.source;
-      summary.correspondences_reread = reread.ok.size;
-      summary.reread_failures = reread.failures;
-      summary.synthetic_events_planned = reread.planned;
-      summary.synthetic_events_written = reread.written;
-
-      if (!dryRun) {
-        const closed = await closeExplainedGaps(db, {
-          rereadIds: [...reread.ok],
-          standing: reread.standing,
-          seenBefore: rereadStarted,
-          rereadAt: rereadStarted,
-          runId,
-          source: reread.source,
-          failedCount: reread.failures.length,
-        });
-        summary.gaps_recovered += closed.recovered;
-        summary.gaps_state_synced += closed.stateSynced;
-        const failed = reread.failures.length;
-        await explainOpenGaps(
-          db,
-          CORRESPONDENCE_SCOPED_TYPES,
-          failed > 0
-            ? `re-read incomplete (${failed} file(s) failed); tried again on the next run`
-            : reread.source === 'listing'
-              ? `no file re-read in run ${runId} shows a change of this type at this delivery's time: check the event with the service, then \`postroom gaps ignore\``
-              : 'the service offers no listing of changed files and no file postroom knows shows this change: record what you send (`postroom sent record`), check with the service, or ignore after checking',
-        );
-      }
-      summary.gaps_open = dryRun ? summary.gaps_found : await countOpenGaps(db);
-      summary.outcome = summary.gaps_open > 0 ? 'gaps_open' : 'clean';
-      summary.duration_ms = clock.now() - started;
-      if (runId !== null) await finishRun(db, runId, summary.outcome, summary);
-      metrics?.reconcileRuns.inc({ outcome: summary.outcome });
-      metrics?.reconcileDuration.observe(summary.duration_ms / 1000);
-      if (!dryRun) {
-        metrics?.reconcileGapsOpen.set(summary.gaps_open);
-        metrics?.reconcileLastSuccess.set(Math.floor(clock.now() / 1000));
-      }
-      logger.info(
-        { ...summary, at_risk: summary.at_risk.count, reread_failures: summary.reread_failures.length },
-        'reconcile run finished',
-      );
-      return summary;
-    } catch (err) {
-      summary.outcome = 'failed';
-      summary.duration_ms = clock.now() - started;
-      metrics?.reconcileRuns.inc({ outcome: 'failed' });
-      if (runId !== null) await finishRun(db, runId, 'failed', summary, describeError(err)).catch(() => undefined);
-      throw err;
-    }
-  }
 
   return {
     async run(given = {}) {
       const options: ReconcileOptions = { ...deps.defaults, ...given };
       const deadline = clock.now() + (options.waitMs ?? 0);
       for (;;) {
-        const result = await db.withAdvisoryLock(RECONCILE_LOCK, () => runLocked(options), { wait: false });
+        const result = await db.withAdvisoryLock(RECONCILE_LOCK, () => runLocked(inner, holder, options), { wait: false });
         if (result.acquired) return { ran: true, summary: result.value };
         if (clock.now() >= deadline || options.signal?.aborted) {
           const held = await currentRun(db).catch(() => undefined);
@@ -227,4 +76,187 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       }
     },
   };
+}
+
+/** One run, under the lock: both passes, then the summary recorded and reported. */
+async function runLocked(deps: RunDeps, holder: string, options: ReconcileOptions): Promise<ReconcileSummary> {
+  const { db, logger, metrics, clock } = deps;
+  const started = clock.now();
+  const dryRun = options.dryRun ?? false;
+  const runId = dryRun ? null : await startRun(db, false, holder);
+  const summary = emptySummary(runId, dryRun);
+  const progress: ReconcileProgress = {
+    phase: 'dead-deliveries',
+    pages: 0,
+    deliveries_scanned: 0,
+    gaps_found: 0,
+    correspondences_reread: 0,
+  };
+  try {
+    summary.endpoints = await endpointsToWalk(deps, options);
+    const earliestGap = await walkEndpoints(deps, options, summary, progress);
+    if (!dryRun) summary.gaps_recovered += await recoverGapsReceivedLater(db, runId);
+
+    // Types nothing consumes close as not_consumed: an outage where nothing needed was lost ends clean.
+    const isConsumed = consumedBy(await readConsumption(db), options.consumedTypes ?? []);
+    if (!dryRun)
+      summary.gaps_not_consumed += await closeNotConsumed(
+        db,
+        (await openGapTypes(db)).filter((t) => !isConsumed(t)),
+        runId,
+      );
+
+    await rereadAndClose(deps, options, summary, progress, earliestGap);
+    summary.gaps_open = dryRun ? summary.gaps_found : await countOpenGaps(db);
+    summary.outcome = summary.gaps_open > 0 ? 'gaps_open' : 'clean';
+    summary.duration_ms = clock.now() - started;
+    if (runId !== null) await finishRun(db, runId, summary.outcome, summary);
+    metrics?.reconcileRuns.inc({ outcome: summary.outcome });
+    metrics?.reconcileDuration.observe(summary.duration_ms / 1000);
+    if (!dryRun) {
+      metrics?.reconcileGapsOpen.set(summary.gaps_open);
+      metrics?.reconcileLastSuccess.set(Math.floor(clock.now() / 1000));
+    }
+    logger.info({ ...summary, at_risk: summary.at_risk.count, reread_failures: summary.reread_failures.length }, 'reconcile run finished');
+    return summary;
+  } catch (err) {
+    summary.outcome = 'failed';
+    summary.duration_ms = clock.now() - started;
+    metrics?.reconcileRuns.inc({ outcome: 'failed' });
+    if (runId !== null) await finishRun(db, runId, 'failed', summary, describeError(err)).catch(() => undefined);
+    throw err;
+  }
+}
+
+function emptySummary(runId: number | null, dryRun: boolean): ReconcileSummary {
+  return {
+    run_id: runId,
+    dry_run: dryRun,
+    outcome: 'clean',
+    endpoints: [],
+    pages: 0,
+    deliveries_scanned: 0,
+    deliveries_skipped: 0,
+    gaps_found: 0,
+    gaps_recovered: 0,
+    gaps_state_synced: 0,
+    gaps_not_consumed: 0,
+    gaps_open: 0,
+    reread_source: 'listing',
+    at_risk: { count: 0, sample: [] },
+    correspondences_reread: 0,
+    reread_failures: [],
+    synthetic_events_written: 0,
+    synthetic_events_planned: 0,
+    duration_ms: 0,
+  };
+}
+
+async function endpointsToWalk(deps: RunDeps, options: ReconcileOptions): Promise<string[]> {
+  if (options.endpoints?.length) return options.endpoints;
+  const known = await knownEndpointIds(deps.db);
+  if (known.length) return known;
+  // Nothing recorded locally (secrets configured by hand): ask the service which endpoints exist.
+  const ids: string[] = [];
+  for await (const e of deps.api.webhookEndpoints.iterate({ limit: 100 })) ids.push(e.endpoint_id);
+  return ids;
+}
+
+/** Pass 1, endpoint by endpoint: dead deliveries become gaps, and pending ones are counted at risk. The earliest gap's delivery time. */
+async function walkEndpoints(
+  deps: RunDeps,
+  options: ReconcileOptions,
+  summary: ReconcileSummary,
+  progress: ReconcileProgress,
+): Promise<Date | null> {
+  const { db, api, logger, clock } = deps;
+  let earliestGap: Date | null = null;
+  for (const endpointId of summary.endpoints) {
+    progress.endpointId = endpointId;
+    const walked = await walkDeadDeliveries(db, api, endpointId, { ...options, logger, progress });
+    summary.pages += walked.pages;
+    summary.deliveries_scanned += walked.scanned;
+    summary.deliveries_skipped += walked.skipped;
+    summary.gaps_found += walked.gaps_found;
+    if (walked.earliestGapDelivery && (!earliestGap || walked.earliestGapDelivery < earliestGap)) earliestGap = walked.earliestGapDelivery;
+
+    progress.phase = 'at-risk';
+    options.onProgress?.(progress);
+    const risk = await findAtRisk(
+      api,
+      endpointId,
+      new Date(clock.now() - (options.atRiskAfterMs ?? RECONCILE_DEFAULTS.atRiskAfterMs)),
+      options.pageSize ?? RECONCILE_DEFAULTS.pageSize,
+    );
+    summary.at_risk.count += risk.count;
+    summary.at_risk.sample.push(...risk.sample.slice(0, 20 - summary.at_risk.sample.length));
+    progress.phase = 'dead-deliveries';
+  }
+  return earliestGap;
+}
+
+/**
+ * Pass 2: re-read every file that changed since the earliest open gap (or the last walk), and those gaps name,
+ * then close the gaps the re-reads explain and give the others their reason.
+ */
+async function rereadAndClose(
+  deps: RunDeps,
+  options: ReconcileOptions,
+  summary: ReconcileSummary,
+  progress: ReconcileProgress,
+  earliestGap: Date | null,
+): Promise<void> {
+  const { db, api, clock, logger } = deps;
+  const dryRun = summary.dry_run;
+  const runId = summary.run_id;
+  progress.phase = 're-read';
+  const matchWindowMs = options.matchWindowMs ?? RECONCILE_DEFAULTS.matchWindowMs;
+  const outline = await openGapOutline(db, CORRESPONDENCE_SCOPED_TYPES);
+  // The database's clock, the one that stamped first_seen_at on the gaps: every re-read below comes after it.
+  const rereadStarted = (await db.query<{ t: Date }>('SELECT now() AS t')).rows[0]!.t;
+  const reread = await rereadFiles(
+    { db, api, clock, logger },
+    {
+      ...options,
+      dryRun,
+      runId,
+      matchWindowMs,
+      earliestGap:
+        [outline.earliestDelivery, earliestGap].filter((d): d is Date => d !== null).sort((a, b) => a.getTime() - b.getTime())[0] ?? null,
+      namedIds: outline.correspondenceIds,
+      onFile: () => {
+        progress.correspondences_reread++;
+        options.onProgress?.(progress);
+      },
+    },
+  );
+  if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
+  summary.reread_source = reread.source;
+  summary.correspondences_reread = reread.ok.size;
+  summary.reread_failures = reread.failures;
+  summary.synthetic_events_planned = reread.planned;
+  summary.synthetic_events_written = reread.written;
+  if (dryRun) return;
+
+  const closed = await closeExplainedGaps(db, {
+    rereadIds: [...reread.ok],
+    standing: reread.standing,
+    seenBefore: rereadStarted,
+    rereadAt: rereadStarted,
+    runId,
+    source: reread.source,
+    failedCount: reread.failures.length,
+  });
+  summary.gaps_recovered += closed.recovered;
+  summary.gaps_state_synced += closed.stateSynced;
+  const failed = reread.failures.length;
+  await explainOpenGaps(
+    db,
+    CORRESPONDENCE_SCOPED_TYPES,
+    failed > 0
+      ? `re-read incomplete (${failed} file(s) failed); tried again on the next run`
+      : reread.source === 'listing'
+        ? `no file re-read in run ${runId} shows a change of this type at this delivery's time: check the event with the service, then \`postroom gaps ignore\``
+        : 'the service offers no listing of changed files and no file postroom knows shows this change: record what you send (`postroom sent record`), check with the service, or ignore after checking',
+  );
 }

@@ -5,6 +5,7 @@ import { describeError } from '../errors.js';
 import { insertInboxBatch } from '../inbox/insert-queries.js';
 import type { Logger } from '../logging/logger.js';
 import { getProjectedCorrespondence } from '../projection/read.js';
+import { RECONCILE_DEFAULTS } from './defaults.js';
 import { insertExplanations } from './explanation-queries.js';
 import { mapWithConcurrency } from './pool.js';
 import { rereadCandidates } from './projection-reads.js';
@@ -56,7 +57,7 @@ const noListing = (err: unknown): boolean => isApiError(err) && (err.status === 
 export async function rereadFiles(deps: RereadDeps, options: RereadOptions): Promise<RereadResult> {
   const { db, api, clock, logger } = deps;
   const result: RereadResult = { source: 'listing', ok: new Set(), failures: [], planned: 0, written: 0, standing: [] };
-  const concurrency = options.rereadConcurrency ?? 8;
+  const concurrency = options.rereadConcurrency ?? RECONCILE_DEFAULTS.rereadConcurrency;
 
   const apply = async (file: ServiceFile): Promise<void> => {
     const id = file.correspondence_id;
@@ -100,7 +101,8 @@ export async function rereadFiles(deps: RereadDeps, options: RereadOptions): Pro
     const now = clock.now();
     const watermark = await getListingWatermark(db, plane);
     const from = Math.min(
-      (watermark?.getTime() ?? now - (options.overlapMs ?? 7 * 86_400_000)) - (options.listingOverlapMs ?? 15 * 60_000),
+      (watermark?.getTime() ?? now - (options.overlapMs ?? RECONCILE_DEFAULTS.overlapMs)) -
+        (options.listingOverlapMs ?? RECONCILE_DEFAULTS.listingOverlapMs),
       options.earliestGap ? options.earliestGap.getTime() - options.matchWindowMs : Infinity,
       options.since?.getTime() ?? Infinity,
     );
@@ -109,7 +111,11 @@ export async function rereadFiles(deps: RereadDeps, options: RereadOptions): Pro
     try {
       for (;;) {
         if (options.signal?.aborted) return result;
-        const page = await listChanged({ updatedSince: new Date(from), limit: options.pageSize ?? 100, ...(cursor ? { cursor } : {}) });
+        const page = await listChanged({
+          updatedSince: new Date(from),
+          limit: options.pageSize ?? RECONCILE_DEFAULTS.listingPageSize,
+          ...(cursor ? { cursor } : {}),
+        });
         listed = true;
         // A file listed again changed again during the walk: applying its newer state is right.
         const fresh = page.items;

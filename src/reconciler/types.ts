@@ -18,6 +18,7 @@ export interface ReconcilerApi {
   };
 }
 
+/** A run's options; each left out takes its RECONCILE_DEFAULTS value (defaults.ts). */
 export interface ReconcileOptions {
   dryRun?: boolean;
   /** Only these endpoints (default: every endpoint postroom knows). */
@@ -30,9 +31,9 @@ export interface ReconcileOptions {
   overlapMs?: number;
   pageSize?: number;
   rereadConcurrency?: number;
-  /** The correspondence listing is walked again from this long before its watermark (default 15 min). */
+  /** The correspondence listing is walked again from this long before its watermark. */
   listingOverlapMs?: number;
-  /** How far a delivery's time may lie from the change a re-read shows (default 2 min). */
+  /** How far a delivery's time may lie from the change a re-read shows. */
   matchWindowMs?: number;
   /** Types to keep open even when no handler consumes them (POSTROOM_RECONCILE_CONSUMED_TYPES). */
   consumedTypes?: readonly string[];

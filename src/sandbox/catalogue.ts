@@ -1,3 +1,5 @@
+import type { EventTypeName } from '../events/type-names.js';
+
 /** Names the spec fixes: scopes, event types, delivery statuses, and the act values docs/events.md lists. */
 
 export const SCOPES = [
@@ -50,6 +52,15 @@ export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
 
 export const EVENT_TYPES = [...SUBSCRIBABLE_EVENT_TYPES, 'webhook.test'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
+
+/**
+ * The sandbox sends exactly the types postroom's catalogue knows (src/events/type-names.ts):
+ * a name added to either list fails to compile here until the other has it too, and then
+ * in trigger.ts until the sandbox can fire it.
+ */
+type Unshared = Exclude<EventType, EventTypeName> | Exclude<EventTypeName, EventType>;
+const noneUnshared: [Unshared] extends [never] ? true : Unshared = true;
+void noneUnshared;
 
 export function isEventType(value: string): value is EventType {
   return (EVENT_TYPES as readonly string[]).includes(value);

@@ -108,7 +108,7 @@ export function summarise(e: SandboxEvent): EventSummary {
   return { event_id: e.event_id, type: e.type, at: e.at, correspondence_id: e.correspondenceId ?? null };
 }
 
-export function createControl(deps: {
+interface ControlDeps {
   state: SandboxState;
   correspondence: CorrespondenceService;
   endpoints: EndpointService;
@@ -121,14 +121,17 @@ export function createControl(deps: {
   activity: Activity;
   ids: IdFactory;
   clock: Clock;
-}): SandboxControl {
-  const { state, correspondence } = deps;
-  const walletView = (): { balance: number; currency: string; price_per_recipient: number } => ({
-    balance: deps.wallet.balance,
-    currency: deps.wallet.currency,
-    price_per_recipient: deps.wallet.pricePerRecipient,
-  });
+}
 
+export function createControl(deps: ControlDeps): SandboxControl {
+  return { ...readControls(deps), ...changeControls(deps), ...faultControls(deps), ...accountControls(deps) };
+}
+
+type Controls<K extends keyof SandboxControl> = Pick<SandboxControl, K>;
+
+/** What the sandbox holds: files, events and claims, as the control routes show them. */
+function readControls(deps: ControlDeps): Controls<'correspondence' | 'listCorrespondence' | 'events' | 'event' | 'claims'> {
+  const { state, correspondence } = deps;
   return {
     correspondence: (id) => correspondenceView(correspondence.get(id)),
     listCorrespondence: () => [...state.correspondences.values()].map(correspondenceView),
@@ -153,7 +156,28 @@ export function createControl(deps: {
         participant_id: c.participantId,
         status: c.status,
       })),
+  };
+}
 
+/** Changes a caller of the service would cause: acts, verifications, seals, attachments, claims, campaigns, triggered events. */
+function changeControls(
+  deps: ControlDeps,
+): Controls<
+  | 'act'
+  | 'verifyRecipient'
+  | 'verifyParticipant'
+  | 'completeSend'
+  | 'seal'
+  | 'withdraw'
+  | 'attach'
+  | 'claim'
+  | 'expireClaim'
+  | 'campaignStatus'
+  | 'trigger'
+  | 'registerEndpoint'
+> {
+  const { state, correspondence } = deps;
+  return {
     act(participantId, act) {
       if (!(PARTICIPANT_ACTS as readonly string[]).includes(act))
         throw apiErrors.invalid('act', `expected one of ${PARTICIPANT_ACTS.join(', ')}`);
@@ -217,7 +241,14 @@ export function createControl(deps: {
     },
     registerEndpoint: (input) =>
       deps.endpoints.create({ url: input.url, events: input.events ?? [...SUBSCRIBABLE_EVENT_TYPES] }, input.plane ?? 'sandbox'),
+  };
+}
 
+/** Faults, failure windows and delivery records made to order. */
+function faultControls(
+  deps: ControlDeps,
+): Controls<'faults' | 'setFaults' | 'openFailureWindow' | 'closeFailureWindow' | 'faultLog' | 'seedDeliveries' | 'deliveries'> {
+  return {
     faults: () => deps.faults.config(),
     setFaults(patch) {
       try {
@@ -261,7 +292,18 @@ export function createControl(deps: {
       });
       return { deliveries: page.deliveries.map(toRecord), next_cursor: page.nextCursor };
     },
+  };
+}
 
+/** The wallet, the sandbox's counts, and waiting until nothing is in flight. */
+function accountControls(deps: ControlDeps): Controls<'wallet' | 'fundWallet' | 'stats' | 'waitForIdle'> {
+  const { state } = deps;
+  const walletView = (): { balance: number; currency: string; price_per_recipient: number } => ({
+    balance: deps.wallet.balance,
+    currency: deps.wallet.currency,
+    price_per_recipient: deps.wallet.pricePerRecipient,
+  });
+  return {
     wallet: walletView,
     fundWallet(amount) {
       if (!Number.isInteger(amount) || amount < 1 || amount > 1e12)

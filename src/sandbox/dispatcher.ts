@@ -57,7 +57,7 @@ const FAULT_ERRORS: Record<'drop' | 'failure_window' | 'forced_failure', string>
  * re-signed with the endpoint's current secret and a fresh timestamp over the same bytes.
  */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
-  const { deliveries, faults, clock, logger, activity, timers } = options;
+  const { faults, logger, activity, timers } = options;
   const ready: Delivery[] = [];
   let head = 0;
   let inFlight = 0;
@@ -65,18 +65,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const controllers = new Set<AbortController>();
   const running = new Set<Promise<void>>();
   const log: FaultLogEntry[] = [];
-
-  const note = (d: Delivery, attempt: number, fault: FaultLogEntry['fault'], delayMs?: number): void => {
-    if (log.length >= FAULT_LOG_SIZE) log.shift();
-    log.push({
-      delivery_id: d.deliveryId,
-      event_id: d.eventId,
-      endpoint_id: d.endpointId,
-      attempt,
-      fault,
-      ...(delayMs === undefined ? {} : { delay_ms: delayMs }),
-    });
-  };
+  const note = (d: Delivery, attempt: number, fault: FaultLogEntry['fault'], delayMs?: number): void =>
+    noteFault(log, d, attempt, fault, delayMs);
+  const finish = (d: Delivery, status: 'delivered' | 'dead'): void => finishDelivery(options, d, status);
 
   const pump = (): void => {
     while (!closed && inFlight < options.maxConcurrency && head < ready.length) {
@@ -110,67 +101,6 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
   };
 
-  const finish = (d: Delivery, status: 'delivered' | 'dead'): void => {
-    if (status === 'delivered') {
-      d.deliveredAt = clock.now();
-      d.lastError = '';
-    }
-    deliveries.setStatus(d, status);
-    activity.end();
-    if (status === 'dead')
-      logger.info(
-        { delivery_id: d.deliveryId, event_id: d.eventId, endpoint_id: d.endpointId, attempts: d.attempts, last_error: d.lastError },
-        'sandbox delivery dead',
-      );
-    else
-      logger.debug(
-        { delivery_id: d.deliveryId, event_id: d.eventId, endpoint_id: d.endpointId, attempts: d.attempts },
-        'sandbox delivery delivered',
-      );
-  };
-
-  async function send(d: Delivery, endpoint: Endpoint): Promise<string | undefined> {
-    const body = d.event!.body;
-    const timestamp = Math.floor(clock.now() / 1000);
-    const ac = new AbortController();
-    controllers.add(ac);
-    const timer = setTimeout(() => ac.abort(), options.attemptTimeoutMs);
-    try {
-      const res = await request(endpoint.url, {
-        method: 'POST',
-        dispatcher: options.http,
-        signal: ac.signal,
-        headersTimeout: options.attemptTimeoutMs,
-        bodyTimeout: options.attemptTimeoutMs,
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': options.userAgent,
-          'x-service-signature': sign({ secret: endpoint.secret, body, timestamp, scheme: options.scheme }),
-          'x-service-event-id': d.eventId,
-          'x-service-event-type': d.eventType,
-        },
-        body,
-      });
-      if (res.statusCode >= 200 && res.statusCode < 300) {
-        await res.body.dump();
-        return undefined;
-      }
-      const text = (await res.body.text().catch(() => '')).replace(/\s+/g, ' ').trim().slice(0, ERROR_SNIPPET);
-      return `HTTP ${res.statusCode}${text ? `: ${text}` : ''}`;
-    } catch (err) {
-      if (ac.signal.aborted)
-        return closed ? 'sandbox stopped during the attempt' : `timeout: no reply within ${options.attemptTimeoutMs} ms`;
-      const code = (err as { code?: string }).code;
-      const cause = (err as { cause?: { code?: string } }).cause?.code;
-      if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT')
-        return `timeout: no reply within ${options.attemptTimeoutMs} ms`;
-      return `connection error: ${[cause ?? code, describeError(err)].filter(Boolean).join(' ')}`.slice(0, 300);
-    } finally {
-      clearTimeout(timer);
-      controllers.delete(ac);
-    }
-  }
-
   async function attempt(d: Delivery): Promise<void> {
     if (closed) return;
     const endpoint = options.endpoint(d.endpointId);
@@ -186,7 +116,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       note(d, n, fault);
       error = FAULT_ERRORS[fault];
     } else {
-      error = await send(d, endpoint);
+      error = await send(options, d, endpoint, controllers, () => closed);
       if (closed) return;
       if (error === undefined && faults.duplicate(d.seq, n)) {
         note(d, n, 'duplicate');
@@ -226,4 +156,86 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       await Promise.allSettled([...running]);
     },
   };
+}
+
+function noteFault(log: FaultLogEntry[], d: Delivery, attempt: number, fault: FaultLogEntry['fault'], delayMs?: number): void {
+  if (log.length >= FAULT_LOG_SIZE) log.shift();
+  log.push({
+    delivery_id: d.deliveryId,
+    event_id: d.eventId,
+    endpoint_id: d.endpointId,
+    attempt,
+    fault,
+    ...(delayMs === undefined ? {} : { delay_ms: delayMs }),
+  });
+}
+
+/** Ends a delivery delivered or dead. */
+function finishDelivery(options: DispatcherOptions, d: Delivery, status: 'delivered' | 'dead'): void {
+  const { clock, deliveries, activity, logger } = options;
+  if (status === 'delivered') {
+    d.deliveredAt = clock.now();
+    d.lastError = '';
+  }
+  deliveries.setStatus(d, status);
+  activity.end();
+  if (status === 'dead')
+    logger.info(
+      { delivery_id: d.deliveryId, event_id: d.eventId, endpoint_id: d.endpointId, attempts: d.attempts, last_error: d.lastError },
+      'sandbox delivery dead',
+    );
+  else
+    logger.debug(
+      { delivery_id: d.deliveryId, event_id: d.eventId, endpoint_id: d.endpointId, attempts: d.attempts },
+      'sandbox delivery delivered',
+    );
+}
+
+/** One signed attempt with its time-out; undefined when the receiver answered 2xx, else what went wrong. */
+async function send(
+  options: DispatcherOptions,
+  d: Delivery,
+  endpoint: Endpoint,
+  controllers: Set<AbortController>,
+  closed: () => boolean,
+): Promise<string | undefined> {
+  const body = d.event!.body;
+  const timestamp = Math.floor(options.clock.now() / 1000);
+  const ac = new AbortController();
+  controllers.add(ac);
+  const timer = setTimeout(() => ac.abort(), options.attemptTimeoutMs);
+  try {
+    const res = await request(endpoint.url, {
+      method: 'POST',
+      dispatcher: options.http,
+      signal: ac.signal,
+      headersTimeout: options.attemptTimeoutMs,
+      bodyTimeout: options.attemptTimeoutMs,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': options.userAgent,
+        'x-service-signature': sign({ secret: endpoint.secret, body, timestamp, scheme: options.scheme }),
+        'x-service-event-id': d.eventId,
+        'x-service-event-type': d.eventType,
+      },
+      body,
+    });
+    if (res.statusCode >= 200 && res.statusCode < 300) {
+      await res.body.dump();
+      return undefined;
+    }
+    const text = (await res.body.text().catch(() => '')).replace(/\s+/g, ' ').trim().slice(0, ERROR_SNIPPET);
+    return `HTTP ${res.statusCode}${text ? `: ${text}` : ''}`;
+  } catch (err) {
+    if (ac.signal.aborted)
+      return closed() ? 'sandbox stopped during the attempt' : `timeout: no reply within ${options.attemptTimeoutMs} ms`;
+    const code = (err as { code?: string }).code;
+    const cause = (err as { cause?: { code?: string } }).cause?.code;
+    if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT')
+      return `timeout: no reply within ${options.attemptTimeoutMs} ms`;
+    return `connection error: ${[cause ?? code, describeError(err)].filter(Boolean).join(' ')}`.slice(0, 300);
+  } finally {
+    clearTimeout(timer);
+    controllers.delete(ac);
+  }
 }

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_RETRY_SCHEDULE } from './defaults.js';
+import { DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_QUEUE_DELAY_MS, DEFAULT_RETRY_SCHEDULE } from './defaults.js';
 import type { AddressInfo } from 'node:net';
 import type express from 'express';
 import { Agent, type Dispatcher as HttpDispatcher } from 'undici';
@@ -97,12 +97,8 @@ function checkOptions(o: SandboxOptions): void {
     throw new ConfigError('seed', 'expected a whole number from 0 to 4294967295');
 }
 
-/** An embeddable sandbox: state in memory, nothing listening until `listen()`. */
-export function createSandbox(options: SandboxOptions = {}): Sandbox {
-  checkOptions(options);
-  const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? silentLogger();
-  const seed = options.seed ?? randomSeed();
+/** The sandbox's services, wired to one another: its state, keys, deliveries, dispatcher, events and control. */
+function assemble(options: SandboxOptions, clock: { now(): number }, logger: Logger, seed: number) {
   const ids = createIdFactory();
   const state = createState();
   const activity = createActivity();
@@ -165,7 +161,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     activity,
     wallet,
     changes,
-    queueDelayMs: options.queueDelayMs ?? 250,
+    queueDelayMs: options.queueDelayMs ?? DEFAULT_QUEUE_DELAY_MS,
   });
   const triggers = createTriggers({ state, correspondence, endpoints, events, ids, clock });
   const idempotency = createIdempotencyStore({ clock });
@@ -183,6 +179,49 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     ids,
     clock,
   });
+
+  return {
+    state,
+    keys,
+    apiKeys,
+    ids,
+    timers,
+    ownsHttp,
+    httpDispatcher,
+    deliveries,
+    endpoints,
+    dispatcher,
+    changes,
+    correspondence,
+    triggers,
+    idempotency,
+    control,
+  };
+}
+
+/** An embeddable sandbox: state in memory, nothing listening until `listen()`. */
+export function createSandbox(options: SandboxOptions = {}): Sandbox {
+  checkOptions(options);
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? silentLogger();
+  const seed = options.seed ?? randomSeed();
+  const {
+    state,
+    keys,
+    apiKeys,
+    ids,
+    timers,
+    ownsHttp,
+    httpDispatcher,
+    deliveries,
+    endpoints,
+    dispatcher,
+    changes,
+    correspondence,
+    triggers,
+    idempotency,
+    control,
+  } = assemble(options, clock, logger, seed);
 
   const app = createSandboxApp({
     keys,
@@ -225,28 +264,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     control,
     async listen(port = 0, host = '127.0.0.1') {
       if (server) throw new PostroomError('sandbox_already_listening', `The sandbox already listens on ${url}.`);
-      const s = http.createServer({ requestTimeout: 60_000 }, app);
-      s.keepAliveTimeout = 5_000;
-      await new Promise<void>((resolve, reject) => {
-        const onError = (err: NodeJS.ErrnoException): void => {
-          if (err.code === 'EADDRINUSE')
-            reject(new ConfigError('--port', `port ${port} on ${host} is already in use; choose another with --port`, { cause: err }));
-          else if (err.code === 'EACCES')
-            reject(new ConfigError('--port', `not allowed to listen on port ${port}; use a port above 1023`, { cause: err }));
-          else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') {
-            reject(
-              new ConfigError('--host', `cannot listen on ${host}: not an address of this machine (try 127.0.0.1 or 0.0.0.0)`, {
-                cause: err,
-              }),
-            );
-          } else reject(err);
-        };
-        s.once('error', onError);
-        s.listen(port, host, () => {
-          s.off('error', onError);
-          resolve();
-        });
-      });
+      const s = await listenOn(app, port, host);
       server = s;
       const addr = s.address() as AddressInfo;
       url = `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}`;
@@ -257,19 +275,46 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       closing ??= (async () => {
         timers.clearAll();
         await dispatcher.close();
-        if (server) {
-          const s = server;
-          await new Promise<void>((resolve) => {
-            s.close(() => resolve());
-            s.closeIdleConnections();
-            setTimeout(() => s.closeAllConnections(), 1_000).unref();
-          });
-        }
+        if (server) await closeServer(server);
         if (ownsHttp) await (httpDispatcher as Agent).close().catch(() => undefined);
       })();
       return closing;
     },
   };
+}
+
+async function listenOn(app: http.RequestListener, port: number, host: string): Promise<http.Server> {
+  const s = http.createServer({ requestTimeout: 60_000 }, app);
+  s.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      if (err.code === 'EADDRINUSE')
+        reject(new ConfigError('--port', `port ${port} on ${host} is already in use; choose another with --port`, { cause: err }));
+      else if (err.code === 'EACCES')
+        reject(new ConfigError('--port', `not allowed to listen on port ${port}; use a port above 1023`, { cause: err }));
+      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') {
+        reject(
+          new ConfigError('--host', `cannot listen on ${host}: not an address of this machine (try 127.0.0.1 or 0.0.0.0)`, {
+            cause: err,
+          }),
+        );
+      } else reject(err);
+    };
+    s.once('error', onError);
+    s.listen(port, host, () => {
+      s.off('error', onError);
+      resolve();
+    });
+  });
+  return s;
+}
+
+function closeServer(s: http.Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    s.close(() => resolve());
+    s.closeIdleConnections();
+    setTimeout(() => s.closeAllConnections(), 1_000).unref();
+  });
 }
 
 /** createSandbox + listen, for tests and scripts. */

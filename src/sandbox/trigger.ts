@@ -27,127 +27,98 @@ export interface Triggers {
 
 const CAMPAIGN_STATUSES = ['scheduled', 'running', 'paused', 'running', 'completed'];
 
-/**
- * Synthetic activity for `POST /sandbox/trigger` and `postroom sandbox trigger`.
- * Each event comes from the same operation a real caller would cause, so the
- * sandbox's state stays the truth the events describe (the reconciler relies on it).
- */
-export function createTriggers(deps: {
+interface TriggerDeps {
   state: SandboxState;
   correspondence: CorrespondenceService;
   endpoints: EndpointService;
   events: EventLog;
   ids: IdFactory;
   clock: Clock;
-}): Triggers {
-  const { state, correspondence } = deps;
-  let serial = 0;
+}
 
+/** What firing a type needs: the services, the plane of this trigger, and ways to find or make a file to act on. */
+interface TriggerKit {
+  deps: TriggerDeps;
+  plane: Plane;
   /** Eleven-digit synthetic NINs; the last digit picks the outcome (see addressing.ts). */
-  const recipient = (lastDigit: 0 | 8 | 9): RecipientInput => {
-    serial++;
-    return {
-      addressing: { type: 'nin', nin: `${String(serial).padStart(10, '0')}${lastDigit}` },
-      display_name: `Synthetic Recipient ${serial}`,
-      ref: `synthetic-${serial}`,
-    };
-  };
-  let plane: Plane = 'sandbox';
-  const send = (type: string, options: { queued?: boolean; plane?: Plane; recipients?: RecipientInput[] } = {}): Correspondence =>
-    correspondence.create(
-      {
-        kind: 'notice',
-        subject: `Triggered ${type}`,
-        content_type: 'text/plain',
-        document_ids: [],
-        recipients: options.recipients ?? [recipient(0), recipient(0)],
-      },
-      { plane: options.plane ?? plane, queued: options.queued ?? false },
-    );
-  const since = (mark: number): SandboxEvent[] => deps.events.list().slice(mark);
-
+  recipient(lastDigit: 0 | 8 | 9): RecipientInput;
+  /** A claim-code recipient. */
+  claimant(): RecipientInput;
+  send(type: string, options?: { queued?: boolean; plane?: Plane; recipients?: RecipientInput[] }): Correspondence;
   /** The newest live, sent file with a delivered participant, else a fresh one. */
-  const deliveredParticipant = (type: string): string => {
-    const all = [...state.correspondences.values()];
-    for (let i = all.length - 1; i >= 0; i--) {
-      const c = all[i]!;
-      if (c.plane !== plane || c.status !== 'live' || c.queued) continue;
-      const p = c.participants.find((x) => x.state === 'delivered');
-      if (p) return p.participantId;
-    }
-    return send(type).participants[0]!.participantId;
-  };
-  const liveCorrespondence = (type: string): string => {
-    const all = [...state.correspondences.values()];
-    for (let i = all.length - 1; i >= 0; i--) if (all[i]!.plane === plane && all[i]!.status === 'live') return all[i]!.correspondenceId;
-    return send(type).correspondenceId;
-  };
+  deliveredParticipant(type: string): string;
+  liveCorrespondence(type: string): string;
+  /** The next attachment's number. */
+  nextSerial(): number;
+  test(endpointId: string): void;
+}
 
-  return {
+/** The real state change behind each type: the same operation a caller of the service would make. */
+const FIRE: Record<EventType, (kit: TriggerKit, options: TriggerOptions) => void> = {
+  'correspondence.created': (kit) => void kit.send('correspondence.created'),
+  'correspondence.send_completed': (kit) => {
+    // Completed at once so the trigger can report the event it was asked for.
+    const c = kit.send('correspondence.send_completed', {
+      queued: true,
+      recipients: [kit.recipient(0), kit.recipient(8), kit.recipient(9)],
+    });
+    kit.deps.correspondence.completeSend(c.correspondenceId);
+  },
+  'participant.acted': (kit, options) => {
+    kit.deps.correspondence.act(kit.deliveredParticipant('participant.acted'), options.act ?? 'read');
+  },
+  'form.response_received': (kit) => {
+    kit.deps.correspondence.act(kit.deliveredParticipant('form.response_received'), 'submitted');
+  },
+  'document.attached': (kit) => {
+    const n = kit.nextSerial();
+    const doc = createDocument(
+      kit.deps,
+      {
+        filename: `attachment-${n}.txt`,
+        media_type: 'text/plain',
+        content_base64: Buffer.from(`synthetic attachment ${n}`).toString('base64'),
+      },
+      kit.plane,
+    );
+    kit.deps.correspondence.attach(kit.liveCorrespondence('document.attached'), doc.documentId);
+  },
+  'correspondence.sealed': (kit) => kit.deps.correspondence.seal(kit.send('correspondence.sealed').correspondenceId),
+  'correspondence.withdrawn': (kit) => kit.deps.correspondence.withdraw(kit.send('correspondence.withdrawn').correspondenceId),
+  'claim.claimed': (kit) => {
+    const c = kit.send('claim.claimed', { recipients: [kit.claimant()] });
+    kit.deps.correspondence.claim(c.participants[0]!.claimId!);
+  },
+  'claim.expired': (kit) => {
+    const c = kit.send('claim.expired', { recipients: [kit.claimant()] });
+    kit.deps.correspondence.expireClaim(c.participants[0]!.claimId!);
+  },
+  'wallet.debited': (kit) => void kit.send('wallet.debited', { plane: 'live' }),
+  'campaign.status_changed': (kit) => {
+    const { state } = kit.deps;
+    const campaignId = kit.deps.ids.next('cmp');
+    const status = CAMPAIGN_STATUSES[state.campaigns.size % CAMPAIGN_STATUSES.length]!;
+    state.campaigns.set(campaignId, { campaignId, status });
+    kit.deps.events.emit('campaign.status_changed', { campaign_id: campaignId, status }, { plane: kit.plane });
+  },
+  'webhook.test': (kit) => {
+    for (const e of kit.deps.state.endpoints.values()) if (e.active && e.plane === kit.plane) kit.test(e.endpointId);
+  },
+};
+
+/**
+ * Synthetic activity for `POST /sandbox/trigger` and `postroom sandbox trigger`.
+ * Each event comes from the same operation a real caller would cause, so the
+ * sandbox's state stays the truth the events describe (the reconciler relies on it).
+ */
+export function createTriggers(deps: TriggerDeps): Triggers {
+  const kit = createKit(deps);
+  const triggers: Triggers = {
     fire(type, options = {}) {
       const mark = deps.events.size;
-      plane = options.plane ?? 'sandbox';
-      switch (type) {
-        case 'correspondence.created':
-          send(type);
-          break;
-        case 'correspondence.send_completed':
-          // Completed at once so the trigger can report the event it was asked for.
-          correspondence.completeSend(
-            send(type, { queued: true, recipients: [recipient(0), recipient(8), recipient(9)] }).correspondenceId,
-          );
-          break;
-        case 'participant.acted':
-          correspondence.act(deliveredParticipant(type), options.act ?? 'read');
-          break;
-        case 'form.response_received':
-          correspondence.act(deliveredParticipant(type), 'submitted');
-          break;
-        case 'document.attached': {
-          const doc = createDocument(
-            deps,
-            {
-              filename: `attachment-${serial + 1}.txt`,
-              media_type: 'text/plain',
-              content_base64: Buffer.from(`synthetic attachment ${serial + 1}`).toString('base64'),
-            },
-            plane,
-          );
-          correspondence.attach(liveCorrespondence(type), doc.documentId);
-          break;
-        }
-        case 'correspondence.sealed':
-          correspondence.seal(send(type).correspondenceId);
-          break;
-        case 'correspondence.withdrawn':
-          correspondence.withdraw(send(type).correspondenceId);
-          break;
-        case 'claim.claimed':
-        case 'claim.expired': {
-          serial++;
-          const c = send(type, {
-            recipients: [{ addressing: { type: 'claim_code', name: `Claimant ${serial}` }, ref: `claimant-${serial}` }],
-          });
-          const claimId = c.participants[0]!.claimId!;
-          if (type === 'claim.claimed') correspondence.claim(claimId);
-          else correspondence.expireClaim(claimId);
-          break;
-        }
-        case 'wallet.debited':
-          send(type, { plane: 'live' });
-          break;
-        case 'campaign.status_changed': {
-          const campaignId = deps.ids.next('cmp');
-          const status = CAMPAIGN_STATUSES[state.campaigns.size % CAMPAIGN_STATUSES.length]!;
-          state.campaigns.set(campaignId, { campaignId, status });
-          deps.events.emit('campaign.status_changed', { campaign_id: campaignId, status }, { plane });
-          break;
-        }
-        case 'webhook.test':
-          for (const e of state.endpoints.values()) if (e.active && e.plane === plane) this.test(e.endpointId);
-          break;
-      }
-      const events = since(mark);
+      kit.plane = options.plane ?? 'sandbox';
+      FIRE[type](kit, options);
+      const events = deps.events.list().slice(mark);
       // The requested event is the last of its type: a change may fire others of the same type first
       // (a new file's deliveries before the act that was asked for).
       const ofType = events.filter((e) => e.type === type);
@@ -162,4 +133,58 @@ export function createTriggers(deps: {
       );
     },
   };
+  kit.test = (endpointId) => void triggers.test(endpointId);
+  return triggers;
+}
+
+function createKit(deps: TriggerDeps): TriggerKit {
+  const { state, correspondence } = deps;
+  let serial = 0;
+  const kit: TriggerKit = {
+    deps,
+    plane: 'sandbox',
+    recipient(lastDigit) {
+      serial++;
+      return {
+        addressing: { type: 'nin', nin: `${String(serial).padStart(10, '0')}${lastDigit}` },
+        display_name: `Synthetic Recipient ${serial}`,
+        ref: `synthetic-${serial}`,
+      };
+    },
+    claimant() {
+      serial++;
+      return { addressing: { type: 'claim_code', name: `Claimant ${serial}` }, ref: `claimant-${serial}` };
+    },
+    send(type, options = {}) {
+      return correspondence.create(
+        {
+          kind: 'notice',
+          subject: `Triggered ${type}`,
+          content_type: 'text/plain',
+          document_ids: [],
+          recipients: options.recipients ?? [kit.recipient(0), kit.recipient(0)],
+        },
+        { plane: options.plane ?? kit.plane, queued: options.queued ?? false },
+      );
+    },
+    deliveredParticipant(type) {
+      const all = [...state.correspondences.values()];
+      for (let i = all.length - 1; i >= 0; i--) {
+        const c = all[i]!;
+        if (c.plane !== kit.plane || c.status !== 'live' || c.queued) continue;
+        const p = c.participants.find((x) => x.state === 'delivered');
+        if (p) return p.participantId;
+      }
+      return kit.send(type).participants[0]!.participantId;
+    },
+    liveCorrespondence(type) {
+      const all = [...state.correspondences.values()];
+      for (let i = all.length - 1; i >= 0; i--)
+        if (all[i]!.plane === kit.plane && all[i]!.status === 'live') return all[i]!.correspondenceId;
+      return kit.send(type).correspondenceId;
+    },
+    nextSerial: () => serial + 1,
+    test: () => undefined,
+  };
+  return kit;
 }

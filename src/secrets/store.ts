@@ -86,10 +86,10 @@ export interface SaveSecretInput {
 
 /**
  * Makes `secret` the endpoint's current secret in one transaction: the old current
- * one becomes previous until now + overlap, older previous ones expire then at the
- * latest, expired ones are deleted, and the
- * change is announced on commit (NOTIFY is transactional), so replicas never
- * hear of a secret that was rolled back.
+ * one becomes previous for the overlap from `now`, older previous ones expire by
+ * then at the latest, expired ones are deleted, and the change is announced on
+ * commit (NOTIFY is transactional), so replicas never hear of a secret that was
+ * rolled back.
  */
 export async function saveEndpointSecret(db: Db, cipher: SecretCipher, input: SaveSecretInput): Promise<{ replaced: number }> {
   const sealed = cipher.encrypt(input.endpointId, input.secret);

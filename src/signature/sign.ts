@@ -11,7 +11,7 @@ export const SIGNED_PAYLOAD_SCHEMES: readonly SignedPayloadScheme[] = ['body', '
  * no costs about 16 µs a call (10.5 µs on 24.21, against 2.0 µs for a KeyObject or,
  * on that release, a string), five times the HMAC of a delivery's body; given a
  * KeyObject it goes straight to the key on every line (Node 20 and 26 are fast
- * either way). docs/benchmarks.md, "Stop 40" and "Stop 51".
+ * either way; test/unit/signature-key.test.ts holds the KeyObject path).
  * Bounded: endpoints and rotations bring new secrets, and a process keeps only the
  * latest few hundred (oldest first out; a secret seen again is simply made again).
  */

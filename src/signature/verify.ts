@@ -57,8 +57,8 @@ export function verifySignature(options: VerifyOptions): VerifyResult {
     const expected = computeDigest(secret, parsed.timestamp, options.body, scheme);
     for (const v of parsed.v1) {
       // The digest is lowercase hex compared exactly; anything else can never match. Decoded into one buffer
-      // kept for it (this runs synchronously, so nothing else holds it): a Buffer per entry per request was
-      // a few hundred bytes for the collector.
+      // kept for it (this runs synchronously, so nothing else holds it): a Buffer per entry per request would
+      // be a few hundred bytes for the collector.
       if (!HEX_DIGEST.test(v)) continue;
       candidate.write(v, 'hex');
       if (timingSafeEqual(expected, candidate) && matched === -1) matched = i;

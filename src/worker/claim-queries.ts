@@ -65,26 +65,20 @@ const EARLIEST_FIRST = (e: string): string => `ORDER BY ${e}.correspondence_id, 
  * claim once this transaction commits, and returned from the rows the scan has
  * already read, in the order they must run.
  *
- * One statement, no row locks: claims take turns under CLAIM_LOCK, so this
+ * One statement and no row locks: claims take turns under CLAIM_LOCK, so the
  * statement's snapshot, taken once the lock is held, sees every batch recorded
- * before it. Until migration 015 a claim locked each candidate `FOR NO KEY
- * UPDATE SKIP LOCKED`, then read every locked row again by its id in a second
- * statement, whose snapshot followed the locks, to drop what another claim had
- * taken meanwhile: a lock written on each row, two reads of it and two round
- * trips (docs/benchmarks.md, "Stop 57").
+ * before it. `claimable` is materialised, so the batch records and the query
+ * returns the very same rows; the batch also returns its size, which claimBatch
+ * checks before the claim commits.
  *
- * The limit and the hold are written into the text, one statement per worker
- * configuration, not passed as parameters. With them as parameters the plan
- * Postgres could keep looked dearer than one made for the values (an unknown
- * LIMIT reads as a tenth of the table), so it planned this statement afresh on
- * every call: about 1 ms a claim, as long as running it. Without parameters
- * the connection plans it once. Unlike a plan forced generic (stop 23), that
- * plan cannot go stale as the inbox grows: with sorts and bitmap scans off
- * (CLAIM_PLAN) the claim-order and ordering indexes are its only paths, at any
- * size, and an ANALYZE of the inbox still makes Postgres plan it again.
- * `claimable` is materialised, so the batch records and the query returns the
- * very same rows; the batch also returns its size, which claimBatch checks
- * before the claim commits.
+ * The limit and the hold are written into the text (one statement per worker
+ * configuration), not passed as parameters: with an unknown LIMIT (read as a
+ * tenth of the table) the generic plan looks dearer than a custom one, so
+ * Postgres would plan the claim afresh on every call, as long as running it.
+ * Without parameters the connection plans it once, and that plan cannot go stale
+ * as the inbox grows: with sorts and bitmap scans off (CLAIM_PLAN) the
+ * claim-order and ordering indexes are its only paths, and an ANALYZE of the
+ * inbox still makes Postgres plan it again.
  */
 function claimSql(limit: number, holdSeconds: number): NamedStatement {
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`claim limit must be a positive integer, got ${limit}`);
@@ -159,8 +153,8 @@ export interface ClaimParams {
  * These settings, local to the claim's transaction, keep the plan that scales.
  * Sequential scans are off for the same reason the other way round: a
  * connection keeps the generic plan it made after five claims, and on a new
- * installation those claims ran on an inbox of a few rows, where reading it
- * whole was cheapest. That plan stayed as the inbox grew, until the next
+ * installation those claims run on an inbox of a few rows, where reading it
+ * whole is cheapest; that plan would stay as the inbox grew, until the next
  * ANALYZE (test/worker/plans.test.ts, "planned on a small inbox").
  */
 const CLAIM_PLAN = 'SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; SET LOCAL enable_seqscan = off; SET LOCAL jit = off';

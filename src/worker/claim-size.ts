@@ -4,9 +4,9 @@
  * Every claim walks the front of the claim order, which under steady load is
  * mostly the index entries of events finished a moment ago (dead to the claim,
  * not yet removable), and every batch pays a few statements whatever its size.
- * Measured in `serve` (docs/benchmarks-history.md, stop 29): a claim of 100 read about
- * 1,800 buffers, of which about 1,300 were that walk; with claims of up to 500,
- * `serve` kept up with 1.2x the ingest it did with 100.
+ * So fewer, larger claims pay for it less often: with claims of up to 500, `serve`
+ * keeps up with about 1.2 times the ingest it does with claims of 100 (the `serve`
+ * run of `npm run bench -- ingest`).
  *
  * A large claim only pays when its events are quick, though. Events whose
  * handlers wait on something (an API, a slow service) run one after another

@@ -89,8 +89,8 @@ FROM done`,
  * The completion's plan, whatever the statistics were when the connection cached
  * it: the rows by key, never the whole inbox, and the batch joined by hash, not
  * unnested again for every row. On a small inbox (a new installation), reading
- * it whole and a nested loop over a batch estimated at one row were the
- * cheapest plans, and the connection kept them as the inbox grew. Set here, last
+ * it whole and a nested loop over a batch estimated at one row are the
+ * cheapest plans, and a connection would keep them as the inbox grew. Set here, last
  * in the batch's transaction, so that no handler's statement is planned under it.
  */
 const COMPLETE_PLAN = 'SET LOCAL enable_seqscan = off; SET LOCAL enable_nestloop = off';

@@ -11,9 +11,9 @@ const pg = await adminUrl();
 /**
  * A process keeps every module it loads for good. Each role loads what it runs,
  * and each command what it needs: an ingress replica without the worker, the
- * reconciler, the API client and the sandbox holds about a quarter less heap
- * under load, and a CLI command starts in about 0.4 of the time (docs/benchmarks.md,
- * "Stop 37"). The modules a real process resolved are recorded by a module hook of its own.
+ * reconciler, the API client and the sandbox holds less heap under load, and a CLI
+ * command starts sooner. The modules a real process resolved are recorded by a module
+ * hook of its own.
  */
 const RECORDER = `
 import fs from 'node:fs';

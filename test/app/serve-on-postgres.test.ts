@@ -7,7 +7,7 @@ import { freePort, spawnCli, waitForHttp } from '../support/process.js';
 
 const pg = await adminUrl();
 
-/** Issue 12, point 6: on Postgres, serve neither speaks of nor writes to the embedded store's folder. */
+/** On Postgres, serve neither speaks of nor writes to the embedded store's folder. */
 describe.skipIf(!pg)('postroom serve on Postgres', () => {
   let store: TestStore;
   let dataDir: string;

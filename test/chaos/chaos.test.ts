@@ -20,7 +20,7 @@ import { ensureFaketime, faketimeEnv, type FaketimeSetup } from './faketime.js';
 import { startRoundRobinProxy, type RoundRobinProxy } from './rr-proxy.js';
 
 /**
- * Issue 9, chaos: the sandbox sends ~5,000 events over a few hundred correspondences
+ * Chaos: the sandbox sends ~5,000 events over a few hundred correspondences
  * (10% duplicates, 10% held back and overtaken) through a round-robin proxy to two
  * real `postroom serve` processes that share one Postgres through a TCP proxy.
  * Meanwhile receiver B is SIGKILLed and restarted three times, every database

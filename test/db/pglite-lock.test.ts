@@ -46,7 +46,7 @@ describe('embedded store (PGlite) in a data folder', () => {
     await reopened.close();
   });
 
-  it('takes over a lock left by a process that no longer exists', async () => {
+  it('takes over a lock left by a process that has exited', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'postroom-pglite-'));
     dirs.push(dataDir);
     fs.writeFileSync(path.join(dataDir, 'postroom.lock'), '999999999');

@@ -8,7 +8,7 @@ import type { Db } from '../../src/db/types.js';
 
 /*
  * The @ts-expect-error lines are the type tests: `npx tsc --noEmit -p tsconfig.json`
- * fails if any of them stops being an error (the payload type no longer follows
+ * fails if any of them stops being an error (the payload type would not follow
  * the event type). The runtime assertions cover what plain JavaScript modules can
  * get wrong.
  */

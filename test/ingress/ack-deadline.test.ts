@@ -221,7 +221,7 @@ describe('what the ack budget keeps', () => {
     );
     try {
       const { stdout } = await run(process.execPath, ['--expose-gc', '--import', 'tsx', script], { cwd: ROOT });
-      // Before the fix, every one of the 200 MB was still reachable from the queue.
+      // Were settled entries to keep their answers, every one of the 200 MB would still be reachable from the queue.
       expect(Number(stdout.trim())).toBeLessThan(20_000_000);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });

@@ -77,8 +77,8 @@ describe.skipIf(!url)('the envelope timestamp check agrees with Postgres timesta
 });
 
 /**
- * The check reads the text a character at a time; until stop 42 it matched this pattern and checked the same
- * ranges. Kept here as the reference: the two must agree on any text, most of all on near misses of the shape
+ * The check reads the text a character at a time; this pattern, checking the same ranges, is the reference it
+ * is compared with: the two must agree on any text, most of all on near misses of the shape
  * (a character added, dropped or changed; other scripts' digits, which \d does not match).
  */
 const SHAPE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-](\d{2}):(\d{2}))$/;

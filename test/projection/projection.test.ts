@@ -50,7 +50,7 @@ describe.each(kinds)('correspondence projection (%s)', (kind) => {
     await store?.cleanup();
   });
 
-  it("carries every field the service shows: content_type, documents given at creation, the resource's created_at, refs learned from claims (issue 12, point 4)", async () => {
+  it("carries every field the service shows: content_type, documents given at creation, the resource's created_at, refs learned from claims", async () => {
     const c = 'cor_fields';
     await apply(store.db, [
       known('claim.expired', '2026-01-01T10:05:00Z', 'f3', { claim_id: 'clm_1', correspondence_id: c, participant_id: 'p2', ref: 'emp-2' }),

@@ -8,7 +8,7 @@ import { adminUrl, openTestStore, type TestStore } from '../support/db.js';
 
 const pg = await adminUrl();
 
-/** Issue 12, points 5 and 6: alarm hygiene, and a refused run that says who holds the lock. */
+/** Alarm hygiene, and a refused run that says who holds the lock. */
 describe.skipIf(!pg)('what nothing consumes closes; what a handler consumes stays open; the lock holder is named', () => {
   let store: TestStore;
   let sandbox: Sandbox;

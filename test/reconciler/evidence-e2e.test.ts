@@ -28,7 +28,7 @@ interface GapRow {
 }
 
 /**
- * Issue 12, "done when", through the CLI as on-call would run it: a receiver down long
+ * Reconciliation through the CLI as on-call would run it: a receiver down long
  * enough for deliveries to go dead while files are created by plain HTTP and by a plan run
  * (neither through postroom's client), a queued send ends held/undeliverable and is sealed,
  * a claim code lapses on a sealed file, documents are given at creation and attached, one
@@ -38,7 +38,7 @@ interface GapRow {
  * was seen, the exit code is 0 exactly when nothing consumed is open, and a second run
  * writes nothing.
  */
-describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end)', () => {
+describe.skipIf(!pg)('reconciliation proves what it claims, end to end', () => {
   let store: TestStore;
   let sandbox: Sandbox;
   let receiver: RunningServer | undefined;
@@ -189,7 +189,7 @@ describe.skipIf(!pg)('reconciliation proves what it claims (issue 12, end to end
     const first = await runCli(['reconcile', '--json'], env);
     const s1 = JSON.parse(first.stdout);
     expect(s1.reread_source).toBe('listing');
-    // One casing for --json output, the service's (issue 15): snake_case keys all the way down.
+    // One casing for --json output, the service's: snake_case keys all the way down.
     expect(keysOf(s1).filter((k) => !/^[a-z0-9_]+$/.test(k))).toEqual([]);
     const audit = await runCli(['audit', '--since', '1h', '--json'], env);
     expect(keysOf(JSON.parse(audit.stdout)).filter((k) => !/^[a-z0-9_]+$/.test(k))).toEqual([]);

@@ -31,7 +31,7 @@ async function allDeliveries(sandbox: Sandbox, status: 'dead' | 'delivered' | 'p
 }
 
 /**
- * Issue 6, end to end: the sandbox sends ~2,000 events to two endpoints on one
+ * End to end: the sandbox sends ~2,000 events to two endpoints on one
  * postroom store; one endpoint's receiver is down long enough for deliveries to go
  * dead; `postroom reconcile` must then leave nothing missing.
  */

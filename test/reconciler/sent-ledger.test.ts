@@ -42,7 +42,7 @@ describe('the sent ledger', () => {
     await client.close();
   });
 
-  it('never closes a gap that no re-read explains, however many files postroom knows and re-reads (issue 12, point 1)', async () => {
+  it('never closes a gap that no re-read explains, however many files postroom knows and re-reads', async () => {
     // A sandbox of its own: files other tests left unseen would be fair explanations for these gaps.
     const own = await startSandbox({ seed: 11, allowPrivateTargets: true });
     const client = createApiClient({ baseUrl: own.url, apiKey: own.apiKey });
@@ -105,7 +105,7 @@ describe('the sent ledger', () => {
   });
 });
 
-describe('the sent ledger never makes a caller send twice (issue 12)', () => {
+describe('the sent ledger never makes a caller send twice', () => {
   let store: TestStore;
   let sandbox: Sandbox;
   beforeAll(async () => {
@@ -159,7 +159,7 @@ describe('the sent ledger never makes a caller send twice (issue 12)', () => {
     await broken.close();
   });
 
-  it('records the file a plan run creates (issue 12, point 2)', async () => {
+  it('records the file a plan run creates', async () => {
     const client = createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey, onCorrespondenceCreated: sentLedger(store.db) });
     const run = await client.plans.run('payroll-2026-11', {});
     const id = (run.body as { correspondence_id: string }).correspondence_id;

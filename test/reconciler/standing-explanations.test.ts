@@ -87,7 +87,7 @@ describe.each(kinds)('gaps explained by what a file shows now (%s)', (kind) => {
     expect(await gapRow('evt_claim_2')).toMatchObject({ status: 'open' });
   });
 
-  it('hands an explanation back when the gap it was matched to is no longer open', async () => {
+  it('hands an explanation back when the gap it was matched to is not open any more', async () => {
     await upsertGaps(store.db, [claimGap(1, '2026-11-26T10:02:00.000Z')]);
     await insertExplanations(store.db, [{ ...standing, explanation_id: 'rec_stored_claim_p1' }], 1);
     const { rows } = await store.db.query<{ gap_id: number }>(

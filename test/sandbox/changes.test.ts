@@ -168,7 +168,7 @@ describe('event payloads carry what a projection needs', () => {
 });
 
 describe('claims and queued sends at the end of a file', () => {
-  it('a claim code lapses on a sealed file: claim.expired fires and the participant becomes undeliverable; it can no longer be claimed', async () => {
+  it('a claim code lapses on a sealed file: claim.expired fires and the participant becomes undeliverable; it cannot be claimed after that', async () => {
     const c = (
       await api(
         'POST',

@@ -20,9 +20,9 @@ const { sign, verifySignature } = await import('../../src/signature/index.js');
 
 /**
  * On Node 24, createHmac given the key as bytes checks whether they are a KeyObject or a
- * CryptoKey the slow way: about 16 µs a call against 3.4 µs for a KeyObject, which made a
- * delivery's verification cost more than everything else ingress does for it (stop 40,
- * docs/benchmarks.md). So every secret becomes a KeyObject once, and every HMAC after uses it.
+ * CryptoKey the slow way: about 16 µs a call against 3.4 µs for a KeyObject, which would make a
+ * delivery's verification cost more than everything else ingress does for it. So every secret
+ * becomes a KeyObject once, and every HMAC after uses it.
  * That a cached key leaves every digest as it was, signature-vectors.test.ts shows: it runs
  * the shared vectors through the same cache.
  */

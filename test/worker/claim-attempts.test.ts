@@ -13,10 +13,10 @@ import { migrationsBefore } from '../support/migrations.js';
 import { envelope, inboxRow, insertEnvelopes } from './support.js';
 
 /**
- * Issue 16: a claim records its attempt in one inbox_attempts row per batch
- * instead of rewriting every inbox row it takes (migration 008). What the old
- * 'processing' status promised must still hold: the events are in nobody
- * else's hands, operators see them as processing, and replay leaves them alone.
+ * A claim records its attempt in one inbox_attempts row per batch instead of
+ * rewriting every inbox row it takes (migration 008). What a 'processing' status
+ * would promise holds all the same: the events are in nobody else's hands,
+ * operators see them as processing, and replay leaves them alone.
  */
 
 const cleanups: Array<() => Promise<void>> = [];

@@ -6,7 +6,7 @@ import { availableStoreKinds, openTestStore, type TestStore } from '../support/d
 import { QUICK_EVENT_MS } from '../../src/worker/claim-size.js';
 import { countByStatus, envelope, insertEnvelopes, waitFor, watchStore, type WatchedStore } from './support.js';
 
-// Several loops only on Postgres: the embedded store runs one (worker.ts).
+// Several loops only on Postgres: the embedded store runs one (src/worker/worker.ts).
 const postgres = (await availableStoreKinds()).includes('postgres');
 
 interface Drain {
@@ -91,20 +91,19 @@ describe.runIf(postgres)('worker loops (postgres)', () => {
   });
 
   it('runs quick events in at most two batches at once once it has seen they are quick', async () => {
-    // Four loops claiming side by side each walked the claim order past the others' batches and contended with
-    // them for Postgres (docs/benchmarks.md, "Stop 44").
+    // Four loops claiming side by side would each walk the claim order past the others' batches and contend with
+    // them for Postgres (src/worker/pacing.ts, QUICK_LOOPS).
     const { handled, samples, batches } = await drainCountingOthers(store, { count: 3000, handlerMs: 0, arrival: 'backlog' });
     expect(handled).toBe(3000);
     // Every loop claims at start; after their first batches, two carry on. The others' polls find the backlog too,
-    // but two loops run its quick batches and will claim again: a poll then is no reason to join them. Before
-    // worker.ts held those polls back, 59 to 85 of 200 samples here were crowded; a CI run with the 100 ms poll
-    // failed with 16, its quick batches of 100 taking 170 ms.
+    // but two loops run its quick batches and will claim again: a poll then is no reason to join them. Were those
+    // polls not held back, 59 to 85 of 200 samples here would be crowded.
     const afterStart = samples.filter((s) => s.at > 1000);
     expect(afterStart).toHaveLength(200);
     // Unless the events were not quick after all: on a machine busy with other test files a batch can take longer
     // than QUICK_EVENT_MS an event, and then the worker rightly wakes another loop, which runs one batch. So a crowded
     // sample counts only when no batch in flight then had overrun and none had ended slow within the longest batch's
-    // time before it. In a CI run before this exemption, 103 of 200 samples were crowded.
+    // time before it. Without this exemption a loaded CI machine can show half the samples crowded.
     const slow = (b: (typeof batches)[number], until: number) => until - b.start > Math.max(b.size, 1) * QUICK_EVENT_MS;
     const longest = Math.max(...batches.map((b) => b.end - b.start));
     const excused = (t: number) =>
@@ -126,7 +125,7 @@ describe.runIf(postgres)('worker loops (postgres)', () => {
 
   it('a poll brings another loop in when both quick loops are stuck in batches that overran', async () => {
     // Once batches have been quick, polls hold back while two loops run: they will claim again when done. Unless a
-    // batch outlasts what quick events would take (worker.ts, moreLoopsWanted): here both running loops stop on
+    // batch outlasts what quick events would take (src/worker/pacing.ts, moreLoopsWanted): here both running loops stop on
     // one event each, with the backlog behind them, and only a third loop's poll can take it on. Without that
     // check the polls sleep on while the two wait, and nothing else is processed.
     const count = 400;

@@ -224,10 +224,10 @@ function rescannedFunctions(node: PlanNode, out: string[] = []): string[] {
  * inbox is next analysed, and autovacuum looks at most once a minute. On a new
  * installation, or after a restart on a small inbox, the worker's plans are made
  * while the inbox holds a few rows: reading it whole is then the cheapest plan,
- * and it stays the plan as the inbox grows. Measured in `serve` from an empty
- * inbox (auto_explain, stop 26): every claim read the whole inbox to fetch its
- * events, and every completion read it whole or ran the unnested batch once per event, for as
- * long as the run lasted (Postgres 198 µs per event, against 76 µs in a drain).
+ * and it stays the plan as the inbox grows: in `serve` from an empty inbox
+ * every claim would read the whole inbox to fetch its events, and every
+ * completion read it whole or run the unnested batch once per event, for as
+ * long as the run lasted.
  * The plans above are checked as if the inbox were large (sequential scans off);
  * these are checked as they are cached, on a small inbox.
  */
@@ -283,14 +283,13 @@ function nodesOf(node: PlanNode, out: PlanNode[] = []): PlanNode[] {
  * `serve` under steady load: a backlog of a few hundred events, most of their
  * correspondences with an event in a batch in flight, and statistics that are
  * up to date. The claim must still walk inbox_claim_order_idx in order and stop
- * at its limit. Measured at stop 29: the claim's plan there was a bitmap scan of
- * the backlog and a sort, which runs the ordering check (an index probe per
- * row) on every runnable event before taking the first hundred: about 1,800
- * buffers per claim for a backlog of 800, against 560 walking the order. The
- * cause was the claim's own `enable_seqscan = off`: it also priced the read of
- * inbox_attempts (a handful of rows, read whole) as disabled, inside the
- * ordering check that is costed once per row, so every plan of the claim
- * looked disabled and the comparison between them meant nothing
+ * at its limit, not run a bitmap scan of the backlog and a sort, which runs the
+ * ordering check (an index probe per row) on every runnable event before taking
+ * the first hundred: about 1,800 buffers per claim for a backlog of 800, against
+ * 560 walking the order. The claim's own `enable_seqscan = off` could bring that
+ * plan on: it prices a sequential read of inbox_attempts (a handful of rows) as
+ * disabled too, inside the ordering check costed once per row, so every plan of
+ * the claim would look disabled and the comparison between them mean nothing
  * (src/inbox/in-flight.ts).
  */
 describe.each(await availableStoreKinds())('the claim on a steady backlog with fresh statistics on %s', (kind) => {

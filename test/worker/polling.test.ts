@@ -6,7 +6,7 @@ import { createWorker } from '../../src/worker/worker.js';
 import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
 import { envelope, insertEnvelopes, inboxRow, waitFor, watchStore } from './support.js';
 
-// Several loops only on Postgres: the embedded store runs one (worker.ts).
+// Several loops only on Postgres: the embedded store runs one (src/worker/worker.ts).
 const postgres = (await availableStoreKinds()).includes('postgres');
 
 const POLL_MS = 100;
@@ -46,8 +46,8 @@ describe.runIf(postgres)('worker polling (postgres)', () => {
   };
 
   it('idle loops poll the store about once per poll interval between them, not once each', async () => {
-    // Each claim that finds nothing still walks the front of the claim order (docs/benchmarks.md, "Stop 43"); four
-    // loops each polling on their own timers made four such claims per interval.
+    // Each claim that finds nothing still walks the front of the claim order: four loops each polling on their own
+    // timers would make four such claims per interval.
     const { worker, metrics } = await start();
     const windowMs = 2000;
     try {
@@ -75,8 +75,8 @@ describe.runIf(postgres)('worker polling (postgres)', () => {
   });
 
   it('a notification brings an event in without waiting for the poll; many notifications wake at most one claim per 50 ms', async () => {
-    // Under steady ingest every flush notifies; a claim per notification ran the claim query for one flush's few
-    // events, and the claims cost Postgres more than the events did (worker.ts, onNotification). The poll interval
+    // Under steady ingest every flush notifies; a claim per notification would run the claim query for one flush's
+    // few events, and the claims would cost Postgres more than the events (src/worker/wakeups.ts). The poll interval
     // is far longer than the test, so every claim after the first is a notification's. One loop: with more, a
     // notification that finds two loops running quick batches is left to them (moreLoopsWanted), which
     // test/worker/loops.test.ts covers; here the bound below then holds however slow the machine.
@@ -121,10 +121,10 @@ describe.runIf(postgres)('worker polling (postgres)', () => {
   });
 
   it('keeps the 50 ms spacing when two loops run at once: a claim left pending waits its turn', async () => {
-    // Under steady ingest in `serve`, two loops ran quick batches side by side, every notification found both busy
-    // and left a claim pending, and whichever loop finished first claimed again at once: claims back to back for
-    // what had arrived during the other's batch (77 events a claim at 5,000 events/s, where the spacing allows
-    // 250), though a batch's statements cost about the same for 77 events as for 250 (docs/benchmarks.md, "Stop 47").
+    // Under steady ingest two loops run quick batches side by side, every notification finds both busy and leaves a
+    // claim pending, and without the spacing whichever loop finished first would claim again at once: claims back to
+    // back for what arrived during the other's batch (77 events a claim at 5,000 events/s, where the spacing allows
+    // 250), though a batch's statements cost about the same for 77 events as for 250.
     const registry = createHandlerRegistry();
     // About a millisecond an event, waiting as a call to another service would: quick by the worker's measure
     // (QUICK_EVENT_MS), so two loops carry the load, and more than one loop can keep up with alone.

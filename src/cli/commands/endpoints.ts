@@ -1,19 +1,18 @@
 import type { Command } from 'commander';
-import type { ApiClient, WebhookEndpoint } from '../../client/index.js';
+import type { WebhookEndpoint } from '../../client/index.js';
 import { PostroomError, describeError } from '../../errors.js';
-import { EVENT_TYPE_LABELS } from '../../metrics/labels.js';
+import { eventTypeTraits, eventTypesWhere } from '../../events/type-table.js';
+import { ENDPOINT_ID_PLACEHOLDER, createEndpoint, rotateEndpointSecret, type EndpointSetupIssue } from '../../secrets/endpoint-setup.js';
 import { secretCipherFromConfig } from '../../secrets/from-config.js';
-import { describeEndpointSecrets, recordEndpoint, retireEndpoint, saveEndpointSecret, updateKnownEndpoint } from '../../secrets/store.js';
-import { apiClientFor, bestEffort, confirmLiveWrite, secretStoreFor, type SecretStore } from '../api.js';
+import { describeEndpointSecrets, retireEndpoint, updateKnownEndpoint } from '../../secrets/store.js';
+import { apiClientFor, bestEffort, confirmLiveWrite, secretStoreFor } from '../api.js';
 import type { CliContext } from '../context.js';
 import { parseCount, parseDuration } from '../duration.js';
 import { printJson, printTable } from '../output.js';
 
-/** webhook.test is sent to every endpoint and cannot be subscribed to. */
-export const SUBSCRIBABLE_EVENTS = [...EVENT_TYPE_LABELS].filter((t) => t !== 'webhook.test');
+/** The types an endpoint can subscribe to (the test operation's is sent on request only). */
+const SUBSCRIBABLE_EVENTS: readonly string[] = eventTypesWhere((t) => t.delivery === 'subscribed');
 const EVENT_NAME = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
-/** In --url, stands for the id the service assigns, so the endpoint can point at /webhooks/{endpoint_id} from the start. */
-export const ENDPOINT_ID_PLACEHOLDER = '{endpoint_id}';
 
 /** `--events a,b --events c` → [a, b, c], each checked; unknown but well-formed names only warn (the catalogue grows). */
 export function parseEvents(ctx: CliContext, raw: readonly string[]): string[] {
@@ -31,18 +30,18 @@ export function parseEvents(ctx: CliContext, raw: readonly string[]): string[] {
       `--events: expected one or more event types, e.g. --events participant.acted,correspondence.sealed (known: ${SUBSCRIBABLE_EVENTS.join(', ')})`,
     );
   for (const e of events) {
-    if (e === 'webhook.test')
+    const traits = eventTypeTraits(e);
+    if (traits?.delivery === 'on_request')
       throw new PostroomError(
         'invalid_flag',
-        '--events: webhook.test cannot be subscribed to; every endpoint receives it from `postroom endpoints test`',
+        `--events: ${e} cannot be subscribed to; every endpoint receives it from \`postroom endpoints test\``,
       );
     if (!EVENT_NAME.test(e))
       throw new PostroomError(
         'invalid_flag',
         `--events: "${e.slice(0, 60)}" is not an event type; expected names like ${SUBSCRIBABLE_EVENTS.slice(0, 3).join(', ')} (known: ${SUBSCRIBABLE_EVENTS.join(', ')})`,
       );
-    if (!EVENT_TYPE_LABELS.has(e))
-      ctx.io.stderr.write(`warning: --events: ${e} is not in the spec's event catalogue; subscribing anyway\n`);
+    if (traits === undefined) ctx.io.stderr.write(`warning: --events: ${e} is not in the spec's event catalogue; subscribing anyway\n`);
   }
   return events;
 }
@@ -98,31 +97,6 @@ function row(e: WebhookEndpoint): Record<string, unknown> {
   return { endpoint_id: e.endpoint_id, url: e.url, events: (e.events ?? []).join(','), active: e.active, created_at: e.created_at };
 }
 
-/** A copy without the `secret` field, keeping the endpoint's type (Omit would drop the known fields of an indexed type). */
-function withoutSecret(value: WebhookEndpoint): WebhookEndpoint {
-  const { secret: _secret, ...rest } = value;
-  return rest as WebhookEndpoint;
-}
-
-/** Stores the secret the service just returned, before anything is printed. */
-async function storeSecret(
-  ctx: CliContext,
-  store: SecretStore,
-  client: ApiClient,
-  input: { endpointId: string; secret: string; overlapSeconds?: number; endpoint?: Parameters<typeof saveEndpointSecret>[2]['endpoint'] },
-): Promise<Date> {
-  const now = new Date();
-  const overlap = input.overlapSeconds ?? ctx.config().secretOverlapSeconds;
-  await saveEndpointSecret(store.db, store.cipher, {
-    endpointId: input.endpointId,
-    secret: input.secret,
-    overlapSeconds: overlap,
-    now,
-    endpoint: { plane: client.plane, ...input.endpoint },
-  });
-  return new Date(now.getTime() + overlap * 1000);
-}
-
 export function registerEndpointsCommands(program: Command, ctx: CliContext): Command {
   const endpoints = program
     .command('endpoints')
@@ -138,7 +112,16 @@ Examples:
 Needs POSTROOM_API_BASE_URL and POSTROOM_API_KEY; create and rotate-secret also POSTROOM_ENCRYPTION_KEY.
 The plane (sandbox or live, from the key) is printed on stderr; writes on the live plane ask first (--yes in scripts).`,
     );
+  registerList(endpoints, ctx);
+  registerCreate(endpoints, ctx);
+  registerUpdate(endpoints, ctx);
+  registerDelete(endpoints, ctx);
+  registerTest(endpoints, ctx);
+  registerRotateSecret(endpoints, ctx);
+  return endpoints;
+}
 
+function registerList(endpoints: Command, ctx: CliContext): void {
   endpoints
     .command('list')
     .description('List webhook endpoints (all pages, or up to --limit).')
@@ -160,7 +143,9 @@ The plane (sandbox or live, from the key) is printed on stderr; writes on the li
         await client.close();
       }
     });
+}
 
+function registerCreate(endpoints: Command, ctx: CliContext): void {
   endpoints
     .command('create')
     .description('Create an endpoint and store its signing secret (shown once by the service) encrypted in the database.')
@@ -188,92 +173,75 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
         );
       const events = parseEvents(ctx, opts.events);
       const store = await secretStoreFor(ctx, { showSecret: opts.showSecret, command: 'endpoints create' });
-      if (store && isPlainWebhooksUrl(url)) {
-        const fixed = withEndpointId(url, ENDPOINT_ID_PLACEHOLDER);
-        if (!opts.showSecret) {
-          throw new PostroomError(
-            'invalid_flag',
-            `--url: ${url} is the receiver's plain /webhooks route, which verifies with POSTROOM_WEBHOOK_SECRETS only, so the secret stored for this endpoint would never be used ` +
-              `and every delivery would be refused. Use --url ${fixed} (deliveries then verify with this endpoint's own stored secret). Nothing was sent to the service.`,
-          );
-        }
-        ctx.io.stderr.write(
-          `warning: ${url} verifies with POSTROOM_WEBHOOK_SECRETS only: put the secret printed below there, or use --url ${fixed}\n`,
-        );
-      }
+      if (store && isPlainWebhooksUrl(url)) refusePlainWebhooksUrl(ctx, url, opts.showSecret);
       const client = await apiClientFor(ctx);
       try {
         await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `create a webhook endpoint for ${url}` });
-        const templated = url.includes(ENDPOINT_ID_PLACEHOLDER);
-        // The id is not known before create: register a URL postroom answers 401 on (the service retries), then fix it up.
-        const initialUrl = templated ? url.replace(ENDPOINT_ID_PLACEHOLDER, '_pending') : url;
-        const created = await client.webhookEndpoints.create({ url: initialUrl, events });
-        const finalUrl = templated ? url.replace(ENDPOINT_ID_PLACEHOLDER, encodeURIComponent(created.endpoint_id)) : url;
-
-        let stored = false;
-        if (store) {
-          try {
-            await storeSecret(ctx, store, client, {
-              endpointId: created.endpoint_id,
-              secret: created.secret,
-              endpoint: { url: finalUrl, events: created.events, active: created.active, created_at: created.created_at },
-            });
-            stored = true;
-          } catch (err) {
-            if (!opts.showSecret) {
-              throw new PostroomError(
-                'secret_not_stored',
-                `endpoint ${created.endpoint_id} was created at the service, but its signing secret could not be stored (${describeError(err)}), so it was discarded unseen. ` +
-                  `Once the database is reachable, run \`postroom endpoints rotate-secret ${created.endpoint_id}\` to get and store a new one.`,
-                { cause: err },
-              );
-            }
-            ctx.io.stderr.write(
-              `warning: the signing secret could not be stored (${describeError(err)}); it is printed below as asked with --show-secret\n`,
-            );
-            ctx.exitCode = 1;
-          }
-        } else {
-          await bestEffort(ctx, 'recording the endpoint locally', async () =>
-            recordEndpoint(await ctx.db(), {
-              endpoint_id: created.endpoint_id,
-              url: finalUrl,
-              events: created.events,
-              active: created.active,
-              plane: client.plane,
-              created_at: created.created_at,
-            }),
-          );
-        }
-
-        let endpoint: WebhookEndpoint = withoutSecret(created);
-        if (templated) {
-          try {
-            const updated = await client.webhookEndpoints.update(created.endpoint_id, { url: finalUrl });
-            endpoint = { ...endpoint, ...(updated ? withoutSecret(updated) : {}), url: finalUrl };
-          } catch (err) {
-            ctx.io.stderr.write(
-              `warning: endpoint ${created.endpoint_id} was created with the placeholder URL ${initialUrl} and could not be pointed at ${finalUrl} (${describeError(err)}); ` +
-                `run \`postroom endpoints update ${created.endpoint_id} --url ${finalUrl}\`\n`,
-            );
-            ctx.exitCode = 1;
-          }
-        }
-
+        const { endpoint, secret, stored } = await createEndpoint(client, {
+          url,
+          events,
+          store,
+          overlapSeconds: ctx.config().secretOverlapSeconds,
+          keepUnstoredSecret: opts.showSecret ?? false,
+          recordDb: () => ctx.db(),
+          onIssue: (issue) => warnOfIssue(ctx, issue, 'the signing secret'),
+        });
         if (opts.json) {
-          printJson(ctx.io, { ...endpoint, secret_stored: stored, ...(opts.showSecret ? { secret: created.secret } : {}) });
+          printJson(ctx.io, { ...endpoint, secret_stored: stored, ...(opts.showSecret ? { secret } : {}) });
           return;
         }
         ctx.io.stdout.write(
           `created ${endpoint.endpoint_id}\n  url     ${endpoint.url}\n  events  ${(endpoint.events ?? []).join(', ')}\n`,
         );
         ctx.io.stdout.write(stored ? `  secret  stored encrypted in postroom's database (never printed; --show-secret to see it)\n` : '');
-        if (opts.showSecret) ctx.io.stdout.write(`  secret  ${created.secret}\n`);
+        if (opts.showSecret) ctx.io.stdout.write(`  secret  ${secret}\n`);
       } finally {
         await client.close();
       }
     });
+}
 
+/**
+ * The receiver's plain /webhooks route verifies with POSTROOM_WEBHOOK_SECRETS only, never a stored secret: refused
+ * before anything is sent, unless the secret is to be shown (to be put there), when it is only a warning.
+ */
+function refusePlainWebhooksUrl(ctx: CliContext, url: string, showSecret: boolean | undefined): void {
+  const fixed = withEndpointId(url, ENDPOINT_ID_PLACEHOLDER);
+  if (!showSecret) {
+    throw new PostroomError(
+      'invalid_flag',
+      `--url: ${url} is the receiver's plain /webhooks route, which verifies with POSTROOM_WEBHOOK_SECRETS only, so the secret stored for this endpoint would never be used ` +
+        `and every delivery would be refused. Use --url ${fixed} (deliveries then verify with this endpoint's own stored secret). Nothing was sent to the service.`,
+    );
+  }
+  ctx.io.stderr.write(
+    `warning: ${url} verifies with POSTROOM_WEBHOOK_SECRETS only: put the secret printed below there, or use --url ${fixed}\n`,
+  );
+}
+
+/** Says what went wrong after the service acted; an unstored secret or an unfixed URL makes the command fail. */
+function warnOfIssue(ctx: CliContext, issue: EndpointSetupIssue, secretName: string): void {
+  switch (issue.kind) {
+    case 'secret_not_stored':
+      ctx.io.stderr.write(
+        `warning: ${secretName} could not be stored (${describeError(issue.error)}); it is printed below as asked with --show-secret\n`,
+      );
+      ctx.exitCode = 1;
+      return;
+    case 'record_failed':
+      ctx.io.stderr.write(`warning: recording the endpoint locally failed: ${(issue.error as Error).message}\n`);
+      return;
+    case 'url_not_updated':
+      ctx.io.stderr.write(
+        `warning: endpoint ${issue.endpointId} was created with the placeholder URL ${issue.initialUrl} and could not be pointed at ${issue.finalUrl} (${describeError(issue.error)}); ` +
+          `run \`postroom endpoints update ${issue.endpointId} --url ${issue.finalUrl}\`\n`,
+      );
+      ctx.exitCode = 1;
+      return;
+  }
+}
+
+function registerUpdate(endpoints: Command, ctx: CliContext): void {
   endpoints
     .command('update <endpoint_id>')
     .description("Change an endpoint's URL and/or subscribed events.")
@@ -316,7 +284,9 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
         await client.close();
       }
     });
+}
 
+function registerDelete(endpoints: Command, ctx: CliContext): void {
   endpoints
     .command('delete <endpoint_id>')
     .description('Delete an endpoint at the service; its stored secret keeps verifying in-flight deliveries for the overlap, then expires.')
@@ -337,7 +307,9 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
         await client.close();
       }
     });
+}
 
+function registerTest(endpoints: Command, ctx: CliContext): void {
   endpoints
     .command('test <endpoint_id>')
     .description('Ask the service to send one signed webhook.test event to the endpoint.')
@@ -356,7 +328,9 @@ one with the real id, so postroom verifies its deliveries at POST /webhooks/<id>
         await client.close();
       }
     });
+}
 
+function registerRotateSecret(endpoints: Command, ctx: CliContext): void {
   endpoints
     .command('rotate-secret <endpoint_id>')
     .description('Get a new signing secret and store it; the previous one stays accepted for POSTROOM_SECRET_OVERLAP_SECONDS.')
@@ -386,40 +360,24 @@ secret up within seconds. Watch postroom_ingress_secret_matches_total{secret="en
       const client = await apiClientFor(ctx);
       try {
         await confirmLiveWrite(ctx, client, { yes: opts.yes, action: `rotate the signing secret of webhook endpoint ${endpointId}` });
-        const rotated = await client.webhookEndpoints.rotateSecret(endpointId);
-        let previousUntil: Date | undefined;
-        if (store) {
-          try {
-            previousUntil = await storeSecret(ctx, store, client, {
-              endpointId: rotated.endpoint_id,
-              secret: rotated.secret,
-              ...(overlapSeconds !== undefined ? { overlapSeconds } : {}),
-            });
-          } catch (err) {
-            if (!opts.showSecret) {
-              throw new PostroomError(
-                'secret_not_stored',
-                `the secret of ${endpointId} was rotated at the service, but the new one could not be stored (${describeError(err)}), so it was discarded unseen and deliveries to postroom will fail verification. ` +
-                  `Run \`postroom endpoints rotate-secret ${endpointId}\` again once the database is reachable.`,
-                { cause: err },
-              );
-            }
-            ctx.io.stderr.write(
-              `warning: the new secret could not be stored (${describeError(err)}); it is printed below as asked with --show-secret\n`,
-            );
-            ctx.exitCode = 1;
-          }
-        }
+        const rotated = await rotateEndpointSecret(client, {
+          endpointId,
+          store,
+          overlapSeconds: overlapSeconds ?? ctx.config().secretOverlapSeconds,
+          keepUnstoredSecret: opts.showSecret ?? false,
+          onIssue: (issue) => warnOfIssue(ctx, issue, 'the new secret'),
+        });
+        const { previousUntil } = rotated;
         if (opts.json) {
           printJson(ctx.io, {
-            endpoint_id: rotated.endpoint_id,
+            endpoint_id: rotated.endpointId,
             secret_stored: previousUntil !== undefined,
             previous_accepted_until: previousUntil?.toISOString() ?? null,
             ...(opts.showSecret ? { secret: rotated.secret } : {}),
           });
           return;
         }
-        ctx.io.stdout.write(`rotated the signing secret of ${rotated.endpoint_id}\n`);
+        ctx.io.stdout.write(`rotated the signing secret of ${rotated.endpointId}\n`);
         if (previousUntil) {
           ctx.io.stdout.write(
             previousUntil.getTime() <= Date.now()
@@ -432,5 +390,4 @@ secret up within seconds. Watch postroom_ingress_secret_matches_total{secret="en
         await client.close();
       }
     });
-  return endpoints;
 }

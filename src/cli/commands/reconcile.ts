@@ -2,11 +2,13 @@ import type { Command } from 'commander';
 import { PostroomError } from '../../errors.js';
 import { systemClock } from '../../clock.js';
 import { auditDelivered } from '../../reconciler/audit.js';
+import { RECONCILE_DEFAULTS } from '../../reconciler/defaults.js';
 import { GAP_STATUSES, getGap, ignoreGap, listGaps, type GapStatus } from '../../reconciler/gap-queries.js';
-import { knownEndpointIds, recordSentCorrespondence } from '../../reconciler/state-queries.js';
+import { knownEndpointIds, recordSentCorrespondence, type LockHolder } from '../../reconciler/state-queries.js';
+import type { ReconcileSummary } from '../../reconciler/types.js';
 import { apiClientFor } from '../api.js';
 import type { CliContext } from '../context.js';
-import { parseChoice, parseCount, parseDuration } from '../duration.js';
+import { formatDuration, parseChoice, parseCount, parseDuration } from '../duration.js';
 import { createProgress, printJson, printTable } from '../output.js';
 
 /** Exit codes a script can branch on. */
@@ -15,6 +17,13 @@ export const RECONCILE_EXIT = { clean: 0, error: 1, gaps_open: 2, auditLoss: 3, 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 export function registerReconcileCommands(program: Command, ctx: CliContext): void {
+  registerReconcile(program, ctx);
+  registerGaps(program, ctx);
+  registerSent(program, ctx);
+  registerAudit(program, ctx);
+}
+
+function registerReconcile(program: Command, ctx: CliContext): void {
   program
     .command('reconcile')
     .description(
@@ -23,9 +32,17 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
     .option('--dry-run', 'report what would be found and written; change nothing')
     .option('--since <duration>', 'only dead deliveries created within this window, e.g. 24h')
     .option('--endpoint <id>', 'only this endpoint (repeatable; default: every endpoint postroom knows)', collect)
-    .option('--overlap <duration>', 'look again at dead deliveries created this long before the last complete walk', '7d')
-    .option('--at-risk-after <duration>', 'report pending deliveries older than this as at risk', '15m')
-    .option('--concurrency <n>', 're-reads in flight (1-64)', '8')
+    .option(
+      '--overlap <duration>',
+      'look again at dead deliveries created this long before the last complete walk',
+      formatDuration(RECONCILE_DEFAULTS.overlapMs),
+    )
+    .option(
+      '--at-risk-after <duration>',
+      'report pending deliveries older than this as at risk',
+      formatDuration(RECONCILE_DEFAULTS.atRiskAfterMs),
+    )
+    .option('--concurrency <n>', 're-reads in flight (1-64)', String(RECONCILE_DEFAULTS.rereadConcurrency))
     .option('--wait <duration>', 'if another replica is reconciling, wait this long for it to finish (e.g. 2m) instead of exiting 4')
     .option('--json', 'print the summary as JSON')
     .addHelpText(
@@ -90,46 +107,50 @@ Examples:
         });
         progress.done();
         if (!result.ran) {
-          const h = result.holder;
-          if (opts.json)
-            printJson(ctx.io, {
-              ran: false,
-              reason: result.reason,
-              holder: h ? { holder: h.holder, since: h.started_at, run_id: h.run_id } : null,
-            });
-          else
-            ctx.io.stdout.write(
-              h
-                ? `another replica is reconciling: ${h.holder ?? 'unknown'} (run ${h.run_id}) since ${h.started_at.toISOString()}; nothing done. Wait for it with --wait <duration>.\n`
-                : 'another replica is reconciling right now; nothing done. Wait for it with --wait <duration>.\n',
-            );
+          printNotLeader(ctx, result.holder, opts.json);
           ctx.exitCode = RECONCILE_EXIT.notLeader;
           return;
         }
         const s = result.summary;
         if (opts.json) printJson(ctx.io, s);
-        else {
-          ctx.io.stdout.write(
-            `${s.dry_run ? 'DRY RUN: nothing was written\n' : ''}` +
-              `endpoints            ${s.endpoints.join(', ') || '(none known)'}\n` +
-              `pages                ${s.pages}\n` +
-              `deliveries scanned   ${s.deliveries_scanned} (${s.deliveries_skipped} already examined)\n` +
-              `gaps found           ${s.gaps_found}\n` +
-              `gaps recovered       ${s.gaps_recovered}\n` +
-              `gaps state synced    ${s.gaps_state_synced}\n` +
-              `gaps not consumed    ${s.gaps_not_consumed}\n` +
-              `gaps open            ${s.gaps_open}\n` +
-              `at risk (pending)    ${s.at_risk.count}\n` +
-              `re-read              ${s.correspondences_reread}${s.reread_failures.length ? ` (${s.reread_failures.length} failed)` : ''} (${s.reread_source === 'listing' ? 'changed files from the service listing' : 'no listing: the files postroom knows'})\n` +
-              `synthetic events     ${s.dry_run ? `${s.synthetic_events_planned} would be written` : `${s.synthetic_events_written} written`}\n` +
-              `duration             ${(s.duration_ms / 1000).toFixed(1)} s\n` +
-              (s.gaps_open ? `\nOpen gaps need a look: postroom gaps list --status open\n` : ''),
-          );
-        }
+        else printSummary(ctx, s);
         ctx.exitCode = s.gaps_open > 0 ? RECONCILE_EXIT.gaps_open : RECONCILE_EXIT.clean;
       },
     );
+}
 
+function printNotLeader(ctx: CliContext, h: LockHolder | undefined, json: boolean | undefined): void {
+  if (json) {
+    printJson(ctx.io, { ran: false, reason: 'not_leader', holder: h ? { holder: h.holder, since: h.started_at, run_id: h.run_id } : null });
+    return;
+  }
+  ctx.io.stdout.write(
+    h
+      ? `another replica is reconciling: ${h.holder ?? 'unknown'} (run ${h.run_id}) since ${h.started_at.toISOString()}; nothing done. Wait for it with --wait <duration>.\n`
+      : 'another replica is reconciling right now; nothing done. Wait for it with --wait <duration>.\n',
+  );
+}
+
+function printSummary(ctx: CliContext, s: ReconcileSummary): void {
+  ctx.io.stdout.write(
+    `${s.dry_run ? 'DRY RUN: nothing was written\n' : ''}` +
+      `endpoints            ${s.endpoints.join(', ') || '(none known)'}\n` +
+      `pages                ${s.pages}\n` +
+      `deliveries scanned   ${s.deliveries_scanned} (${s.deliveries_skipped} already examined)\n` +
+      `gaps found           ${s.gaps_found}\n` +
+      `gaps recovered       ${s.gaps_recovered}\n` +
+      `gaps state synced    ${s.gaps_state_synced}\n` +
+      `gaps not consumed    ${s.gaps_not_consumed}\n` +
+      `gaps open            ${s.gaps_open}\n` +
+      `at risk (pending)    ${s.at_risk.count}\n` +
+      `re-read              ${s.correspondences_reread}${s.reread_failures.length ? ` (${s.reread_failures.length} failed)` : ''} (${s.reread_source === 'listing' ? 'changed files from the service listing' : 'no listing: the files postroom knows'})\n` +
+      `synthetic events     ${s.dry_run ? `${s.synthetic_events_planned} would be written` : `${s.synthetic_events_written} written`}\n` +
+      `duration             ${(s.duration_ms / 1000).toFixed(1)} s\n` +
+      (s.gaps_open ? `\nOpen gaps need a look: postroom gaps list --status open\n` : ''),
+  );
+}
+
+function registerGaps(program: Command, ctx: CliContext): void {
   const gaps = program
     .command('gaps')
     .description('Events the service gave up delivering that postroom does not have, and what became of them.')
@@ -186,7 +207,9 @@ Examples:
       if (opts.json) printJson(ctx.io, gap);
       else ctx.io.stdout.write(`gap ${gap.gap_id} ignored: ${gap.reason}\n`);
     });
+}
 
+function registerSent(program: Command, ctx: CliContext): void {
   const sent = program
     .command('sent')
     .description('The sent ledger: correspondence your backend created, so reconcile can re-read it even when the service has no listing.');
@@ -219,7 +242,9 @@ Examples:
       if (opts.json) printJson(ctx.io, { recorded: ids.length });
       else ctx.io.stdout.write(`recorded ${ids.length} correspondence id(s) in the sent ledger\n`);
     });
+}
 
+function registerAudit(program: Command, ctx: CliContext): void {
   program
     .command('audit')
     .description('Prove nothing was lost: every delivery the service marks delivered must be in the inbox. Non-zero is an alarm.')

@@ -4,7 +4,7 @@ import { createLogger } from '../../logging/logger.js';
 import { SIGNED_PAYLOAD_SCHEMES, type SignedPayloadScheme } from '../../signature/index.js';
 import type { FaultConfig } from '../../sandbox/faults.js';
 import { EVENT_TYPES, PARTICIPANT_ACTS } from '../../sandbox/catalogue.js';
-import { DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_RETRY_SCHEDULE } from '../../sandbox/defaults.js';
+import { DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_QUEUE_DELAY_MS, DEFAULT_RETRY_SCHEDULE } from '../../sandbox/defaults.js';
 import { parseKeySpec, type KeySpec } from '../../sandbox/keys.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount } from '../duration.js';
@@ -95,7 +95,7 @@ export function registerSandboxCommand(program: Command, ctx: CliContext): void 
     .option('--max-delay <seconds>', 'each attempt waits a random 0..this before it is sent')
     .option('--reorder-rate <share>', 'share of deliveries held back so later events overtake them')
     .option('--fail-share <share>', 'share of deliveries that fail every attempt and end dead')
-    .option('--queue-delay <seconds>', 'how long a queued (202) send takes to complete', '0.25')
+    .option('--queue-delay <seconds>', 'how long a queued (202) send takes to complete', String(DEFAULT_QUEUE_DELAY_MS / 1000))
     .option('--json', 'print the URL, keys and seed as one JSON line on stdout (for scripts)')
     .addHelpText(
       'after',
@@ -114,72 +114,11 @@ Register a receiver (its secret is in the answer, once):
 Sandbox-only control routes (acts, verification, seal, withdraw, claims, faults, failure windows) are under /sandbox;
 see docs/sandbox.md. Not part of the service.`,
     )
-    .action(async (opts: SandboxFlags) => {
-      const port = parseCount('--port', opts.port, { min: 0, max: 65535 });
-      const keys: KeySpec[] = opts.key.map((k) => parseKeySpec(k, '--key'));
-      const generated = keys.length === 0;
-      const retrySchedule = parseRetrySchedule('--retry-schedule', opts.retrySchedule);
-      const attemptTimeoutMs = Math.round(parseSeconds('--attempt-timeout', opts.attemptTimeout, { min: 0.01, max: 600 }) * 1000);
-      const seed = opts.seed === undefined ? undefined : parseCount('--seed', opts.seed, { min: 0, max: 0xffff_ffff });
-      const signedPayload: SignedPayloadScheme = parseChoice('--signed-payload', opts.signedPayload, SIGNED_PAYLOAD_SCHEMES);
-      const queueDelayMs = Math.round(parseSeconds('--queue-delay', opts.queueDelay, { min: 0, max: 3600 }) * 1000);
-      const faults: Partial<FaultConfig> = {};
-      if (opts.dropRate !== undefined) faults.dropRate = parseRate('--drop-rate', opts.dropRate);
-      if (opts.duplicateRate !== undefined) faults.duplicateRate = parseRate('--duplicate-rate', opts.duplicateRate);
-      if (opts.maxDelay !== undefined)
-        faults.maxDelayMs = Math.round(parseSeconds('--max-delay', opts.maxDelay, { min: 0, max: 600 }) * 1000);
-      if (opts.reorderRate !== undefined) faults.reorderRate = parseRate('--reorder-rate', opts.reorderRate);
-      if (opts.failShare !== undefined) faults.failShare = parseRate('--fail-share', opts.failShare);
+    .action((opts: SandboxFlags) => runSandbox(ctx, opts));
+  registerTrigger(sandbox, ctx);
+}
 
-      const config = ctx.config();
-      // Results (the banner, --json) go to stdout; logs (dead deliveries, errors) stay on stderr unless a person is watching.
-      const pretty = !opts.json && Boolean(process.stdout.isTTY);
-      const logger = createLogger({ level: config.logLevel, pretty, ...(pretty ? {} : { destination: process.stderr as never }) });
-      const { createSandbox } = await import('../../sandbox/index.js');
-      const sb = createSandbox({
-        ...(generated ? {} : { keys }),
-        allowPrivateTargets: opts.allowPrivateTargets ?? false,
-        retrySchedule,
-        attemptTimeoutMs,
-        signedPayload,
-        queueDelayMs,
-        faults,
-        logger,
-        ...(seed === undefined ? {} : { seed }),
-      });
-      try {
-        await sb.listen(port, opts.host);
-      } catch (err) {
-        await sb.close();
-        throw err;
-      }
-      const io = ctx.io;
-      if (opts.json) {
-        printJsonLine(io.stdout, {
-          url: sb.url,
-          api_url: sb.apiUrl,
-          control_url: `${sb.url}/sandbox`,
-          seed: sb.seed,
-          ...(generated ? { api_key: sb.apiKey } : {}),
-        });
-      } else {
-        io.stdout.write(
-          `\npostroom sandbox listening on ${sb.url}\n` +
-            `  API       ${sb.apiUrl}   (Authorization: Bearer <key>)\n` +
-            `  control   ${sb.url}/sandbox   (sandbox-only, see docs/sandbox.md)\n` +
-            (generated
-              ? `  API key   ${sb.apiKey}   (generated, every scope; pass --key to choose your own)\n`
-              : `  API keys  ${keys.length} given (only their hashes are kept)\n`) +
-            `  seed ${sb.seed}, retries after ${retrySchedule.length ? retrySchedule.join(', ') : 'none'} s, attempt time-out ${attemptTimeoutMs / 1000} s, ` +
-            `${opts.allowPrivateTargets ? 'private targets allowed' : 'public https targets only'}\n\n` +
-            `Fire events:  npx postroom sandbox trigger correspondence.created --url ${sb.url}${generated ? ` --key ${sb.apiKey}` : ' --key <key>'}\n` +
-            `Ctrl-C stops it.\n\n`,
-        );
-      }
-      await waitForSignal();
-      await sb.close();
-    });
-
+function registerTrigger(sandbox: Command, ctx: CliContext): void {
   sandbox
     .command('trigger')
     .description('Fire events at a running sandbox (each through a real state change, with whatever else that change fires).')
@@ -251,6 +190,87 @@ Examples:
       for (const e of body.events)
         ctx.io.stdout.write(`  ${e.event_id}  ${e.type}${e.correspondence_id ? `  ${e.correspondence_id}` : ''}\n`);
     });
+}
+
+/** `postroom sandbox`: starts the sandbox, says where it listens, and runs until a signal. */
+async function runSandbox(ctx: CliContext, opts: SandboxFlags): Promise<void> {
+  const port = parseCount('--port', opts.port, { min: 0, max: 65535 });
+  const keys: KeySpec[] = opts.key.map((k) => parseKeySpec(k, '--key'));
+  const generated = keys.length === 0;
+  const retrySchedule = parseRetrySchedule('--retry-schedule', opts.retrySchedule);
+  const attemptTimeoutMs = Math.round(parseSeconds('--attempt-timeout', opts.attemptTimeout, { min: 0.01, max: 600 }) * 1000);
+  const seed = opts.seed === undefined ? undefined : parseCount('--seed', opts.seed, { min: 0, max: 0xffff_ffff });
+  const signedPayload: SignedPayloadScheme = parseChoice('--signed-payload', opts.signedPayload, SIGNED_PAYLOAD_SCHEMES);
+  const queueDelayMs = Math.round(parseSeconds('--queue-delay', opts.queueDelay, { min: 0, max: 3600 }) * 1000);
+  const faults = faultsFromFlags(opts);
+
+  const config = ctx.config();
+  // Results (the banner, --json) go to stdout; logs (dead deliveries, errors) stay on stderr unless a person is watching.
+  const pretty = !opts.json && Boolean(process.stdout.isTTY);
+  const logger = createLogger({ level: config.logLevel, pretty, ...(pretty ? {} : { destination: process.stderr as never }) });
+  const { createSandbox } = await import('../../sandbox/index.js');
+  const sb = createSandbox({
+    ...(generated ? {} : { keys }),
+    allowPrivateTargets: opts.allowPrivateTargets ?? false,
+    retrySchedule,
+    attemptTimeoutMs,
+    signedPayload,
+    queueDelayMs,
+    faults,
+    logger,
+    ...(seed === undefined ? {} : { seed }),
+  });
+  try {
+    await sb.listen(port, opts.host);
+  } catch (err) {
+    await sb.close();
+    throw err;
+  }
+  printBanner(ctx, opts, sb, { generated, keyCount: keys.length, retrySchedule, attemptTimeoutMs });
+  await waitForSignal();
+  await sb.close();
+}
+
+function faultsFromFlags(opts: SandboxFlags): Partial<FaultConfig> {
+  const faults: Partial<FaultConfig> = {};
+  if (opts.dropRate !== undefined) faults.dropRate = parseRate('--drop-rate', opts.dropRate);
+  if (opts.duplicateRate !== undefined) faults.duplicateRate = parseRate('--duplicate-rate', opts.duplicateRate);
+  if (opts.maxDelay !== undefined) faults.maxDelayMs = Math.round(parseSeconds('--max-delay', opts.maxDelay, { min: 0, max: 600 }) * 1000);
+  if (opts.reorderRate !== undefined) faults.reorderRate = parseRate('--reorder-rate', opts.reorderRate);
+  if (opts.failShare !== undefined) faults.failShare = parseRate('--fail-share', opts.failShare);
+  return faults;
+}
+
+function printBanner(
+  ctx: CliContext,
+  opts: SandboxFlags,
+  sb: { url: string; apiUrl: string; apiKey: string; seed: number },
+  shown: { generated: boolean; keyCount: number; retrySchedule: readonly number[]; attemptTimeoutMs: number },
+): void {
+  const { generated, retrySchedule, attemptTimeoutMs } = shown;
+  const io = ctx.io;
+  if (opts.json) {
+    printJsonLine(io.stdout, {
+      url: sb.url,
+      api_url: sb.apiUrl,
+      control_url: `${sb.url}/sandbox`,
+      seed: sb.seed,
+      ...(generated ? { api_key: sb.apiKey } : {}),
+    });
+  } else {
+    io.stdout.write(
+      `\npostroom sandbox listening on ${sb.url}\n` +
+        `  API       ${sb.apiUrl}   (Authorization: Bearer <key>)\n` +
+        `  control   ${sb.url}/sandbox   (sandbox-only, see docs/sandbox.md)\n` +
+        (generated
+          ? `  API key   ${sb.apiKey}   (generated, every scope; pass --key to choose your own)\n`
+          : `  API keys  ${shown.keyCount} given (only their hashes are kept)\n`) +
+        `  seed ${sb.seed}, retries after ${retrySchedule.length ? retrySchedule.join(', ') : 'none'} s, attempt time-out ${attemptTimeoutMs / 1000} s, ` +
+        `${opts.allowPrivateTargets ? 'private targets allowed' : 'public https targets only'}\n\n` +
+        `Fire events:  npx postroom sandbox trigger correspondence.created --url ${sb.url}${generated ? ` --key ${sb.apiKey}` : ' --key <key>'}\n` +
+        `Ctrl-C stops it.\n\n`,
+    );
+  }
 }
 
 /** The sandbox root from a URL that may end in /sender/v2. */

@@ -1,27 +1,17 @@
-import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { readDevSecret } from '../../app/dev-secret.js';
 import { PostroomError } from '../../errors.js';
+import { SAMPLE_EVENT_TYPE, sampleEnvelope } from '../../events/sample.js';
 import { sign } from '../../signature/index.js';
 import type { CliContext } from '../context.js';
 import { printJson } from '../output.js';
-
-/** A realistic participant.acted envelope, the kind the service sends most. */
-export function sampleEvent(type: string): Record<string, unknown> {
-  return {
-    event_id: `evt_sample_${randomUUID()}`,
-    type,
-    at: new Date().toISOString(),
-    data: { correspondence_id: 'cor_sample_1', participant_id: 'par_sample_1', act: 'delivered', ref: 'sample-recipient' },
-  };
-}
 
 export function registerSendSampleCommand(program: Command, ctx: CliContext): void {
   program
     .command('send-sample')
     .description('Sign a sample event exactly as the service would and POST it to a receiver (curl cannot sign).')
     .option('--url <url>', 'the receiver webhook URL', 'http://127.0.0.1:8080/webhooks')
-    .option('--type <type>', 'event type', 'participant.acted')
+    .option('--type <type>', 'event type', SAMPLE_EVENT_TYPE)
     .option('--secret-file <path>', 'file holding the signing secret (default: the development secret, or POSTROOM_WEBHOOK_SECRETS)')
     .option('--json', 'print the sent event and the response as JSON')
     .addHelpText(
@@ -31,7 +21,7 @@ export function registerSendSampleCommand(program: Command, ctx: CliContext): vo
     .action(async (opts: { url: string; type: string; secretFile?: string; json?: boolean }) => {
       const config = ctx.config();
       const secret = await resolveSecret(opts.secretFile, config.ingress.secrets[0], config.database.dataDir);
-      const event = sampleEvent(opts.type);
+      const event = sampleEnvelope(opts.type);
       const body = JSON.stringify(event);
       let res;
       try {
@@ -41,7 +31,7 @@ export function registerSendSampleCommand(program: Command, ctx: CliContext): vo
           headers: {
             'content-type': 'application/json',
             'x-service-signature': sign({ secret, body, scheme: config.ingress.signedPayload }),
-            'x-service-event-id': event.event_id as string,
+            'x-service-event-id': event.event_id,
             'x-service-event-type': opts.type,
           },
           body,

@@ -16,7 +16,7 @@ export type ComponentFactory = (
 /**
  * The components a role runs, loaded only for that role: an ingress replica
  * does not carry the worker, the reconciler or the API client in its heap
- * (test/app/role-modules.test.ts; docs/benchmarks.md, "Stop 37").
+ * (test/app/role-modules.test.ts).
  */
 async function serveComponents(role: Role): Promise<ComponentFactory[]> {
   const factories: ComponentFactory[] = [];

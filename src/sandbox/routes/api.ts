@@ -106,14 +106,17 @@ function createdBody(c: Correspondence): Record<string, unknown> {
 export function createApiRouter(deps: ApiRouteDeps): Router {
   const r = Router();
   const idem = { idempotency: deps.idempotency };
+  meRoute(r, deps);
+  documentRoutes(r, deps, idem);
+  correspondenceRoutes(r, deps, idem);
+  planRunRoute(r, deps, idem);
+  apiKeyRoutes(r, deps, idem);
+  return r;
+}
 
-  const sendMode = (raw: string | string[] | undefined, recipients: number): boolean => {
-    if (raw === undefined) return recipients > deps.queuedSendThreshold;
-    if (raw === 'queued') return true;
-    if (raw === 'direct') return false;
-    throw apiErrors.invalid('X-Sandbox-Send-Mode', 'expected queued or direct');
-  };
+type Idempotent = { idempotency: ApiRouteDeps['idempotency'] };
 
+function meRoute(r: Router, deps: ApiRouteDeps): void {
   r.get(
     '/me',
     operation(null, (_req, caller) => ({
@@ -128,7 +131,9 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
       },
     })),
   );
+}
 
+function documentRoutes(r: Router, deps: ApiRouteDeps, idem: Idempotent): void {
   r.post(
     '/documents',
     operation(
@@ -149,6 +154,15 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
       return { status: 200, body: documentView(doc) };
     }),
   );
+}
+
+function correspondenceRoutes(r: Router, deps: ApiRouteDeps, idem: Idempotent): void {
+  const sendMode = (raw: string | string[] | undefined, recipients: number): boolean => {
+    if (raw === undefined) return recipients > deps.queuedSendThreshold;
+    if (raw === 'queued') return true;
+    if (raw === 'direct') return false;
+    throw apiErrors.invalid('X-Sandbox-Send-Mode', 'expected queued or direct');
+  };
 
   r.post(
     '/correspondence',
@@ -192,7 +206,9 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
       body: correspondenceView(deps.correspondence.getOn(String(req.params.correspondence_id), caller.plane)),
     })),
   );
+}
 
+function planRunRoute(r: Router, deps: ApiRouteDeps, idem: Idempotent): void {
   r.post(
     '/plans/:plan_id/runs',
     operation(
@@ -223,7 +239,9 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
       idem,
     ),
   );
+}
 
+function apiKeyRoutes(r: Router, deps: ApiRouteDeps, idem: Idempotent): void {
   /** The key, if the caller may reach it: 404 for unknown ids and keys of the other plane, 403 for wider ones. */
   const reachableKey = (caller: Caller, keyId: string): ApiKeyView => {
     const k = deps.keys.get(keyId);
@@ -267,5 +285,4 @@ export function createApiRouter(deps: ApiRouteDeps): Router {
       return { status: 200, body: deps.keys.revoke(keyId)! };
     }),
   );
-  return r;
 }
