@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The public API surface, checked in: etc/postroom.api.md (the `postroom` entry point)
-// and etc/postroom-sandbox.api.md (`postroom/sandbox`), written by API Extractor from
+// The public API surface, checked in: etc/postroom.api.md (the `postroom` entry point),
+// etc/postroom-service.api.md (`postroom/service`) and etc/postroom-sandbox.api.md
+// (`postroom/sandbox`), written by API Extractor from
 // the declarations tsc emits. `npm run lint` runs this in check mode and fails when
 // the surface changed without the report; `npm run api:update` rewrites the reports.
 import { execFileSync } from 'node:child_process';
@@ -17,6 +18,7 @@ const dts = path.join(work, 'dts');
 
 const ENTRIES = [
   { entry: 'index.d.ts', report: 'postroom.api.md' },
+  { entry: 'service.d.ts', report: 'postroom-service.api.md' },
   { entry: 'sandbox/index.d.ts', report: 'postroom-sandbox.api.md' },
 ];
 

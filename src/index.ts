@@ -2,8 +2,9 @@
  * postroom's public API: what an application embedding postroom calls, and the types
  * those calls take and return. Everything else under src/ is postroom's own and may
  * change without notice. The CLI (`postroom serve`, `postroom inbox …`) is assembled
- * from the same pieces in src/app; the sandbox is its own entry point, `postroom/sandbox`.
- * etc/postroom.api.md is this surface as API Extractor reads it.
+ * from the same pieces in src/app. Two more entry points stand beside this one: `postroom/service`
+ * (the typed client of the service's API, and reconciliation through it) and `postroom/sandbox`
+ * (a local implementation of the service). etc/postroom.api.md is this surface as API Extractor reads it.
  */
 import { createMetrics as createMetricSeries, type MetricsOptions, type PostroomMetrics } from './metrics/metrics.js';
 
@@ -42,7 +43,7 @@ export {
 export { sign, type SignOptions, type SignedPayloadScheme } from './signature/index.js';
 
 // The correspondence projection, as createPostroom().projection reads and compares it.
-export type { ProjectedCorrespondence, ProjectionDifference, ServiceCorrespondence } from './projection/index.js';
+export type { ProjectedCorrespondence, ProjectionDifference, SendSummary, ServiceCorrespondence } from './projection/index.js';
 
 // The store.
 export type { Db, Queryable, QueryResult } from './db/types.js';
@@ -57,15 +58,5 @@ export { HandlerInterruptedError, HandlerTimeoutError, HandlerTransactionClosedE
 // Logging (a pino Logger) and metrics (prom-client).
 export { createLogger, type LoggerOptions } from './logging/logger.js';
 export type { MetricsOptions, PostroomMetrics };
-/** postroom's Prometheus series on one registry (yours, or one of their own), for createPostroom, createApiClient and createReconciler to share. */
+/** postroom's Prometheus series on one registry (yours, or one of their own), for createPostroom, and createApiClient and createReconciler (`postroom/service`), to share. */
 export const createMetrics: (options?: MetricsOptions) => PostroomMetrics = createMetricSeries;
-
-// The service API client; `Service` holds the shapes of the service's /sender/v2 API it sends and receives.
-export { createApiClient, ApiError, type ApiClient, type ApiClientOptions, type ApiErrorCode } from './client/index.js';
-export type * as Service from './client/types.js';
-
-// Reconciliation and the audit, for embedding or scripting.
-export { createReconciler, type Reconciler, type ReconcilerDeps, type RunResult } from './reconciler/reconcile.js';
-export type { ReconcileOptions, ReconcileProgress, ReconcileSummary } from './reconciler/types.js';
-export { auditDelivered, type AuditResult } from './reconciler/audit.js';
-export { recordSentCorrespondence } from './reconciler/state-queries.js';

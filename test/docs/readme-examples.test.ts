@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
  * The README's TypeScript examples, as written: every ```ts block after an
- * `<!-- example -->` marker typechecks against the package (`postroom` and
- * `postroom/sandbox` mapped to the sources), and those marked
+ * `<!-- example -->` marker typechecks against the package (`postroom`,
+ * `postroom/service` and `postroom/sandbox` mapped to the sources), and those marked
  * `<!-- example: run -->` also run. They cannot rot without this failing.
  */
 const run = promisify(execFile);
@@ -44,7 +44,14 @@ describe('README examples run as written', () => {
       path.join(dir, 'tsconfig.json'),
       JSON.stringify({
         extends: '../tsconfig.json',
-        compilerOptions: { noEmit: true, paths: { postroom: ['../src/index.ts'], 'postroom/sandbox': ['../src/sandbox/index.ts'] } },
+        compilerOptions: {
+          noEmit: true,
+          paths: {
+            postroom: ['../src/index.ts'],
+            'postroom/service': ['../src/service.ts'],
+            'postroom/sandbox': ['../src/sandbox/index.ts'],
+          },
+        },
         include: ['*.ts'],
       }),
     );

@@ -56,6 +56,7 @@ const POSTROOM = [
   'ProjectedCorrespondence',
   'ProjectionDifference',
   'ServiceCorrespondence',
+  'SendSummary',
   // The store.
   'Db',
   'Queryable',
@@ -78,27 +79,17 @@ const POSTROOM = [
   'createMetrics',
   'MetricsOptions',
   'PostroomMetrics',
-  // The service API client.
+];
+
+/** `postroom/service`: the service's API client, the shapes it sends and receives, and reconciliation through it. */
+const SERVICE = [
+  // The client.
   'createApiClient',
   'ApiClient',
   'ApiClientOptions',
   'ApiError',
   'ApiErrorCode',
-  // Reconciliation and the audit.
-  'createReconciler',
-  'Reconciler',
-  'ReconcilerDeps',
-  'ReconcileOptions',
-  'ReconcileProgress',
-  'ReconcileSummary',
-  'RunResult',
-  'auditDelivered',
-  'AuditResult',
-  'recordSentCorrespondence',
-];
-
-/** `Service` in `postroom`: the shapes of the service's /sender/v2 API the client sends and receives. */
-const SERVICE = [
+  // The service's /sender/v2 shapes.
   'CallOptions',
   'ChangedCorrespondence',
   'Correspondence',
@@ -127,6 +118,24 @@ const SERVICE = [
   'WebhookDelivery',
   'WebhookEndpoint',
   'WebhookEndpointWithSecret',
+  // Reconciliation and the audit.
+  'createReconciler',
+  'Reconciler',
+  'ReconcilerDeps',
+  'ReconcileOptions',
+  'ReconcileProgress',
+  'ReconcileSummary',
+  'RunResult',
+  'auditDelivered',
+  'AuditResult',
+  'recordSentCorrespondence',
+  // What those signatures take from `postroom`, named again.
+  'BackoffPolicy',
+  'Db',
+  'Queryable',
+  'QueryResult',
+  'PostroomError',
+  'PostroomMetrics',
 ];
 
 /** `postroom/sandbox`: what a test or a developer starts and drives a sandbox with. */
@@ -182,11 +191,16 @@ function report(file: string): Report {
 const sorted = (names: readonly string[]): string[] => [...names].sort();
 
 describe('the public API', () => {
-  it('postroom exports these names, and the shapes of the service under Service', () => {
+  it('postroom exports these names', () => {
     const { exported, namespaces } = report('postroom.api.md');
     expect(sorted(exported)).toEqual(sorted(POSTROOM));
-    expect(Object.keys(namespaces)).toEqual(['Service']);
-    expect(sorted(namespaces.Service!)).toEqual(sorted(SERVICE));
+    expect(namespaces).toEqual({});
+  });
+
+  it('postroom/service exports these names', () => {
+    const { exported, namespaces } = report('postroom-service.api.md');
+    expect(sorted(exported)).toEqual(sorted(SERVICE));
+    expect(namespaces).toEqual({});
   });
 
   it('postroom/sandbox exports these names', () => {
@@ -197,8 +211,8 @@ describe('the public API', () => {
 
   it('stays small enough to read in one sitting', () => {
     // A little room above today's counts; passing a bound is a question of design, not an edit to a list.
-    expect(POSTROOM.length).toBeLessThanOrEqual(80);
-    expect(SERVICE.length).toBeLessThanOrEqual(30);
+    expect(POSTROOM.length).toBeLessThanOrEqual(66);
+    expect(SERVICE.length).toBeLessThanOrEqual(54);
     expect(SANDBOX.length).toBeLessThanOrEqual(28);
   });
 
@@ -207,6 +221,7 @@ describe('the public API', () => {
       [...text.matchAll(/^export (?:declare )?(?:abstract )?(?:class|function|const|enum) (\w+)/gm)].map((m) => m[1]!);
     const read = (file: string): string => fs.readFileSync(path.join(process.cwd(), 'etc', file), 'utf8');
     expect(sorted(Object.keys(await import('../../src/index.js')))).toEqual(sorted(values(read('postroom.api.md'))));
+    expect(sorted(Object.keys(await import('../../src/service.js')))).toEqual(sorted(values(read('postroom-service.api.md'))));
     expect(sorted(Object.keys(await import('../../src/sandbox/index.js')))).toEqual(sorted(values(read('postroom-sandbox.api.md'))));
   });
 });

@@ -3,6 +3,7 @@ import { Registry } from 'prom-client';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as api from '../../src/index.js';
+import * as service from '../../src/service.js';
 import { createPostroom } from '../../src/app/postroom.js';
 import { sign } from '../../src/signature/index.js';
 import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
@@ -65,20 +66,20 @@ describe('metrics for an embedder', () => {
     const metrics = api.createMetrics({ registry });
     expect(metrics.registry).toBe(registry);
     // Port 9 (discard) refuses the connection: one attempt, counted as a network failure.
-    const client = api.createApiClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'svc_sandbox_library', metrics, maxAttempts: 1 });
+    const client = service.createApiClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'svc_sandbox_library', metrics, maxAttempts: 1 });
     await expect(client.me()).rejects.toMatchObject({ code: 'network_error' });
     await client.close();
     expect(await registry.getSingleMetricAsString('postroom_api_requests_total')).toContain(
       'postroom_api_requests_total{operation="me",status_class="network"} 1',
     );
-    expect(() => api.createApiClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'svc_sandbox_library', metrics: { registry } })).toThrow(
+    expect(() => service.createApiClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'svc_sandbox_library', metrics: { registry } })).toThrow(
       api.ConfigError,
     );
   });
 });
 
 describe('package exports', () => {
-  it('exports one path to each capability: createPostroom, constructEvent, signing, the store, the client, the reconciler, the errors', () => {
+  it('exports one path to each capability: createPostroom, constructEvent, signing, the store and the errors; the client and the reconciler from postroom/service', () => {
     for (const name of [
       'createPostroom',
       'constructEvent',
@@ -93,11 +94,12 @@ describe('package exports', () => {
       'createPgDb',
       'createPgliteDb',
       'replayEvent',
-      'createApiClient',
-      'createReconciler',
-      'recordSentCorrespondence',
     ]) {
       expect(api).toHaveProperty(name);
+    }
+    for (const name of ['createApiClient', 'ApiError', 'createReconciler', 'auditDelivered', 'recordSentCorrespondence']) {
+      expect(service).toHaveProperty(name);
+      expect(api).not.toHaveProperty(name);
     }
   });
 
