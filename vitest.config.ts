@@ -17,6 +17,11 @@ export default defineConfig({
     testTimeout: suite ? 300_000 : 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // A test file's worker keeps the modules earlier files loaded, instead of loading postroom and its
+    // dependencies again for every file: a third of the suites' CPU went to that. Files share no state
+    // through it: each opens its own stores and servers, and the one test that mocks a module
+    // (test/unit/signature-key.test.ts) loads its subject afresh with vi.resetModules().
+    isolate: false,
     // The main suites: at least two files at a time, even on two cores (vitest's default there is one):
     // much of their time is spent waiting on Postgres, child processes and HTTP, and each file has its own
     // database. On the 2-core CI machine they took 291 s this way against 300-360 s one file at a time.

@@ -40,11 +40,59 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, empty Postgres database on the test server. */
-export async function createPostgresDatabase(prefix = 'postroom_t'): Promise<TestDatabase> {
+/** This run's id (global-setup.ts), or undefined outside a vitest run (a bench, a script). */
+function runId(): string | undefined {
+  try {
+    return inject('runId') || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function databaseUrl(admin: string, name: string): string {
+  const u = new URL(admin);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+async function dropDatabase(admin: string, name: string): Promise<void> {
+  const c = new pg.Client({ connectionString: admin });
+  await c.connect();
+  try {
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  } finally {
+    await c.end();
+  }
+}
+
+/**
+ * A fresh Postgres database on the test server: empty, or a copy of `template`. In a vitest run its name carries
+ * the run's id and drop() leaves it to the run's teardown (global-setup.ts), which drops them all side by side.
+ */
+export async function createPostgresDatabase(prefix = 'postroom_t', options: { template?: string } = {}): Promise<TestDatabase> {
   const admin = await adminUrl();
   if (!admin) throw new Error('no Postgres available');
-  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const run = runId();
+  const name = `${prefix}_${run ? `${run}_` : ''}${randomBytes(6).toString('hex')}`;
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name}${options.template ? ` TEMPLATE ${options.template}` : ''}`);
+  } finally {
+    await client.end();
+  }
+  return {
+    url: databaseUrl(admin, name),
+    name,
+    async drop() {
+      if (!run) await dropDatabase(admin, name);
+    },
+  };
+}
+
+/** For global-setup.ts: a database with every migration applied, to clone migrated test databases from. */
+export async function createMigratedTemplate(admin: string, run: string): Promise<string> {
+  const name = `postroom_tpl_${run}`;
   const client = new pg.Client({ connectionString: admin });
   await client.connect();
   try {
@@ -52,21 +100,29 @@ export async function createPostgresDatabase(prefix = 'postroom_t'): Promise<Tes
   } finally {
     await client.end();
   }
-  const u = new URL(admin);
-  u.pathname = `/${name}`;
-  return {
-    url: u.toString(),
-    name,
-    async drop() {
-      const c = new pg.Client({ connectionString: admin });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
-    },
-  };
+  const db = createPgDb({ url: databaseUrl(admin, name), poolSize: 1, logger: silentLogger(), connectTimeoutMs: 2000 });
+  try {
+    await migrate(db);
+  } finally {
+    await db.close();
+  }
+  return name;
+}
+
+/** For global-setup.ts: drops every database of this run (and its template), forty at a time. */
+export async function dropRunDatabases(admin: string, run: string): Promise<void> {
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  let names: string[];
+  try {
+    const res = await client.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE strpos(datname, $1) > 0`, [`_${run}`]);
+    names = res.rows.map((r) => r.datname).filter((n) => n.includes(`_${run}_`) || n === `postroom_tpl_${run}`);
+  } finally {
+    await client.end();
+  }
+  for (let i = 0; i < names.length; i += 40) {
+    await Promise.all(names.slice(i, i + 40).map((n) => dropDatabase(admin, n)));
+  }
 }
 
 export type StoreKind = 'postgres' | 'pglite';
@@ -107,17 +163,26 @@ export function selectStoreKinds(postgresAnswers: boolean, only: string | undefi
   return kinds.filter((k) => wanted.includes(k));
 }
 
-let template: Promise<Blob> | undefined;
-/** The new data folder global-setup.ts made once for the run: a store starts from it rather than from initdb. */
-function pgliteTemplate(): Promise<Blob> {
-  template ??= fs.readFile(inject('pgliteTemplate')).then((bytes) => new Blob([bytes]));
-  return template;
+const templates = new Map<string, Promise<Blob>>();
+/** A data folder global-setup.ts made once for the run, bare or migrated: a store starts from it rather than from initdb. */
+function pgliteTemplate(migrated: boolean): Promise<Blob> {
+  const file = inject(migrated ? 'pgliteMigratedTemplate' : 'pgliteTemplate');
+  let blob = templates.get(file);
+  if (!blob) {
+    blob = fs.readFile(file).then((bytes) => new Blob([bytes]));
+    templates.set(file, blob);
+  }
+  return blob;
 }
 
 export async function openTestStore(kind: StoreKind, options: { poolSize?: number; migrate?: boolean } = {}): Promise<TestStore> {
   let store: TestStore;
+  // A store asked for migrated starts as a copy of the run's migrated template; migrate() below then finds
+  // nothing to apply, and still checks that the copy is current.
+  const migrated = options.migrate !== false;
   if (kind === 'postgres') {
-    const database = await createPostgresDatabase();
+    const template = migrated ? inject('pgTemplate') : '';
+    const database = await createPostgresDatabase('postroom_t', template ? { template } : {});
     const db = createPgDb({ url: database.url, poolSize: options.poolSize ?? 4, logger: silentLogger(), connectTimeoutMs: 2000 });
     store = {
       kind,
@@ -129,10 +194,10 @@ export async function openTestStore(kind: StoreKind, options: { poolSize?: numbe
       },
     };
   } else {
-    const db = await createPgliteDb({ dataDir: undefined, initialData: await pgliteTemplate() });
+    const db = await createPgliteDb({ dataDir: undefined, initialData: await pgliteTemplate(migrated) });
     store = { kind, db, url: undefined, cleanup: () => db.close() };
   }
-  if (options.migrate !== false) await migrate(store.db);
+  if (migrated) await migrate(store.db);
   return store;
 }
 

@@ -25,7 +25,9 @@ function tryListen(port: number): Promise<boolean> {
 }
 
 export async function freePort(): Promise<number> {
-  const worker = Number(process.env.VITEST_POOL_ID ?? process.env.VITEST_WORKER_ID ?? process.pid) % BAND_COUNT;
+  // Runs side by side on one machine (.ci/run runs two Node lines at once) start their workers' bands apart.
+  const base = Number(process.env.POSTROOM_TEST_PORT_BAND ?? 0);
+  const worker = (base + Number(process.env.VITEST_POOL_ID ?? process.env.VITEST_WORKER_ID ?? process.pid)) % BAND_COUNT;
   if (cursor === -1) cursor = Math.floor(Math.random() * BAND);
   for (let i = 0; i < BAND; i++) {
     cursor = (cursor + 1) % BAND;

@@ -1,6 +1,6 @@
 import type * as nodeCrypto from 'node:crypto';
 import { KeyObject } from 'node:crypto';
-import { describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 
 // Records what key each HMAC is made with. node:crypto is Node's, not ours: wrapping it
 // changes nothing the code under test computes.
@@ -16,7 +16,11 @@ vi.mock('node:crypto', async (importOriginal) => {
   };
 });
 
+// Test files share a worker's modules (vitest.config.ts): load the signature module again, now under the mock.
+// Afterwards, let it go again, so that no later file gets the copy bound to the mock.
+vi.resetModules();
 const { sign, verifySignature } = await import('../../src/signature/index.js');
+afterAll(() => vi.resetModules());
 
 /**
  * On Node 24, createHmac given the key as bytes checks whether they are a KeyObject or a
