@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js';
 import type { Db } from '../db/types.js';
 import { isPostroomError } from '../errors.js';
 import { pageInbox, type InboxPage } from '../inbox/browse-queries.js';
-import { countReplayable, type ReplayFilter } from '../inbox/admin-queries.js';
+import { countReplayable } from '../inbox/admin-queries.js';
 import { getInboxEvent } from '../inbox/read-queries.js';
 import type { Logger } from '../logging/logger.js';
 import { GAP_STATUSES, getGap, pageGaps, type GapStatus } from '../reconciler/gap-queries.js';
@@ -14,14 +14,14 @@ import type { Actions } from './actions.js';
 import { ASSETS, ASSET_VERSION } from './assets.js';
 import { listAudit } from './audit-queries.js';
 import type { Session } from './auth/sessions.js';
-import { FilterError, parseCursor, parseId, readInboxQuery, toBrowseFilter } from './filters.js';
+import { FilterError, inboxQueryOf, parseCursor, parseId, readInboxQuery, replayFilter, toBrowseFilter } from './filters.js';
 import { field, readForm, redirect, securityHeaders, sendHtml } from './http.js';
 import { loadEvent, loadOverview, loadTimeline } from './pages.js';
 import type { PanelSource } from './panels.js';
 import { BASE, urls } from './urls.js';
 import { Timeline } from './views/correspondence.js';
 import { EventView } from './views/event.js';
-import { Inbox, type InboxQuery } from './views/inbox.js';
+import { Inbox } from './views/inbox.js';
 import type { PageContext } from './views/layout.js';
 import { Overview } from './views/overview.js';
 import { AuditLog, Login, Message, ReplayConfirm } from './views/pages.js';
@@ -220,7 +220,7 @@ export function createRouter(deps: RouterDeps): (req: http.IncomingMessage, res:
           return done(urls.event(p[1]!), 'Personal data of this event is shown for the next 10 minutes; the reveal is in the audit log.');
         }
         if (p[0] === 'replay' && p.length === 1) {
-          const { filter, description } = replayFilter(readInboxQuery(form));
+          const { filter, description } = replayFilter(readInboxQuery(form), deps.clock.now());
           const expected = form.get('expected');
           const message = await actions.replayFiltered(s.identity, filter, description, expected === null ? undefined : Number(expected));
           return done(urls.inbox(inboxQueryOf(readInboxQuery(form))), message);
@@ -299,7 +299,7 @@ export function createRouter(deps: RouterDeps): (req: http.IncomingMessage, res:
         }
         if (p[0] === 'replay' && p.length === 1) {
           const query = readInboxQuery(q);
-          const { filter, description } = replayFilter(query);
+          const { filter, description } = replayFilter(query, deps.clock.now());
           const matched = await countReplayable(db, filter);
           return show(200, (ctx) => h(ReplayConfirm, { ctx, preview: { filters: inboxQueryOf(query), description, matched } }));
         }
@@ -330,33 +330,5 @@ export function createRouter(deps: RouterDeps): (req: http.IncomingMessage, res:
       }
       return show(error ? 400 : 200, (ctx) => h(Inbox, { ctx, query, page: result, error, paged: before !== undefined }));
     }
-
-    /** The filtered set a replay takes: dead or quarantined only, with the inbox's other filters. */
-    function replayFilter(query: InboxQuery): { filter: ReplayFilter; description: string } {
-      if (query.status !== 'dead' && query.status !== 'quarantined')
-        throw new FilterError('Replay takes dead or quarantined events: filter the inbox by one of those statuses first.');
-      if (query.event !== undefined) throw new FilterError('To replay one event, open it and use its Replay button.');
-      const browse = toBrowseFilter(query, deps.clock.now());
-      const filter: ReplayFilter = {
-        status: query.status,
-        type: browse.type,
-        since: browse.from,
-        until: browse.until,
-        correspondenceId: browse.correspondenceId,
-        endpointId: browse.endpointId,
-      };
-      const parts = [`${query.status} events`];
-      if (query.type) parts.push(`of type ${query.type}`);
-      if (query.correspondence) parts.push(`of correspondence ${query.correspondence}`);
-      if (query.endpoint) parts.push(`from endpoint ${query.endpoint}`);
-      if (query.from) parts.push(`received from ${query.from}`);
-      if (query.to) parts.push(`before ${query.to}`);
-      return { filter, description: parts.join(' ') };
-    }
   }
-}
-
-/** The filters as query-string values, the empty ones left out. */
-function inboxQueryOf(query: InboxQuery): Record<string, string | undefined> {
-  return { ...query };
 }
