@@ -1,3 +1,4 @@
+import type { ReplayFilter } from '../inbox/admin-queries.js';
 import type { BrowseCursor, BrowseFilter } from '../inbox/browse-queries.js';
 import { INBOX_STATUSES, type InboxStatus } from '../inbox/types.js';
 import { field } from './http.js';
@@ -62,4 +63,32 @@ export function parseId(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
   if (!/^\d{1,15}$/.test(raw)) throw new FilterError('before: expected a whole number');
   return Number(raw);
+}
+
+/** The filtered set a replay takes: dead or quarantined only, with the inbox's other filters. */
+export function replayFilter(query: InboxQuery, now: number): { filter: ReplayFilter; description: string } {
+  if (query.status !== 'dead' && query.status !== 'quarantined')
+    throw new FilterError('Replay takes dead or quarantined events: filter the inbox by one of those statuses first.');
+  if (query.event !== undefined) throw new FilterError('To replay one event, open it and use its Replay button.');
+  const browse = toBrowseFilter(query, now);
+  const filter: ReplayFilter = {
+    status: query.status,
+    type: browse.type,
+    since: browse.from,
+    until: browse.until,
+    correspondenceId: browse.correspondenceId,
+    endpointId: browse.endpointId,
+  };
+  const parts = [`${query.status} events`];
+  if (query.type) parts.push(`of type ${query.type}`);
+  if (query.correspondence) parts.push(`of correspondence ${query.correspondence}`);
+  if (query.endpoint) parts.push(`from endpoint ${query.endpoint}`);
+  if (query.from) parts.push(`received from ${query.from}`);
+  if (query.to) parts.push(`before ${query.to}`);
+  return { filter, description: parts.join(' ') };
+}
+
+/** The filters as query-string values, the empty ones left out. */
+export function inboxQueryOf(query: InboxQuery): Record<string, string | undefined> {
+  return { ...query };
 }

@@ -1,53 +1,22 @@
 import type http from 'node:http';
-import { jsx, type FC, type JSXNode } from 'hono/jsx';
-import type { Clock } from '../clock.js';
-import type { Db } from '../db/types.js';
 import { isPostroomError } from '../errors.js';
-import { pageInbox, type InboxPage } from '../inbox/browse-queries.js';
-import { countReplayable, type ReplayFilter } from '../inbox/admin-queries.js';
-import { getInboxEvent } from '../inbox/read-queries.js';
-import type { Logger } from '../logging/logger.js';
-import { GAP_STATUSES, getGap, pageGaps, type GapStatus } from '../reconciler/gap-queries.js';
-import { getRun, listRuns } from '../reconciler/state-queries.js';
-import type { Access } from './access.js';
-import type { Actions } from './actions.js';
-import { ASSETS, ASSET_VERSION } from './assets.js';
-import { listAudit } from './audit-queries.js';
-import type { Session } from './auth/sessions.js';
-import { FilterError, parseCursor, parseId, readInboxQuery, toBrowseFilter } from './filters.js';
-import { field, readForm, redirect, securityHeaders, sendHtml } from './http.js';
-import { loadEvent, loadOverview, loadTimeline } from './pages.js';
-import type { PanelSource } from './panels.js';
+import { runAction } from './action-routes.js';
+import { ASSETS } from './assets.js';
+import { field, readForm, redirect, securityHeaders } from './http.js';
+import {
+  h,
+  isSignedIn,
+  message,
+  nobodysPage,
+  openExchange,
+  type Element,
+  type Exchange,
+  type RouterDeps,
+  type SignedIn,
+} from './routing.js';
 import { BASE, urls } from './urls.js';
-import { Timeline } from './views/correspondence.js';
-import { EventView } from './views/event.js';
-import { Inbox, type InboxQuery } from './views/inbox.js';
-import type { PageContext } from './views/layout.js';
-import { Overview } from './views/overview.js';
-import { AuditLog, Login, Message, ReplayConfirm } from './views/pages.js';
-import { GapView, Gaps, RunView, Runs } from './views/reconcile.js';
-
-interface RouterDeps {
-  db: Db;
-  logger: Logger;
-  clock: Clock;
-  access: Access;
-  actions: Actions;
-  orderingHoldSeconds: number;
-  panels: readonly PanelSource[];
-  reconcileUnavailable: string | undefined;
-}
-
-const PAGE = 50;
-/** How long a reveal lasts in the session that asked for it. */
-const REVEAL_MS = 10 * 60_000;
-
-/** An element of a component with its props (the router is plain TypeScript; the views are JSX). */
-const h = <P extends object>(component: FC<P>, props: P): JSXNode => jsx(component as FC, props as Record<string, unknown>);
-
-async function html(el: JSXNode): Promise<string> {
-  return `<!doctype html>${await el.toString()}`;
-}
+import { showView } from './view-routes.js';
+import { Login } from './views/pages.js';
 
 /** A path under /console, split into its segments (each decoded; a malformed escape is not a console path). */
 function segments(pathname: string): string[] | undefined {
@@ -72,291 +41,113 @@ const statusOf = (err: unknown): number => {
   return typeof s === 'number' ? s : 400;
 };
 
-export function createRouter(deps: RouterDeps): (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> {
-  const { db, access, actions } = deps;
+const loginForm =
+  (deps: RouterDeps, next: string | undefined, failed: boolean): Element =>
+  (ctx) =>
+    h(Login, { ctx, next, failed, proxyOnly: deps.access.proxyOnly });
 
+/** The stylesheet and the script: they carry no data and are the same for everyone, so a browser may keep them. */
+async function serveAsset(req: http.IncomingMessage, res: http.ServerResponse, name: string): Promise<void> {
+  const asset = ASSETS[name as keyof typeof ASSETS];
+  if (!asset) return nobodysPage(res, 404, message('Not found', 'No such file.'));
+  securityHeaders(res, true);
+  res.writeHead(200, { 'Content-Type': asset.type, 'Content-Length': Buffer.byteLength(asset.body) });
+  res.end(req.method === 'HEAD' ? undefined : asset.body);
+}
+
+/** GET /console/login: the form, or `postroom console`'s link with its token; a browser with a session goes on. */
+async function loginPage(deps: RouterDeps, x: Exchange, proxyMissing: boolean): Promise<void> {
+  const token = x.url.searchParams.get('token');
+  if (token !== null) {
+    // `postroom console` prints a link with its token: log in, then drop the token from the address bar.
+    const done = deps.access.login(x.req, token, { localOnly: true });
+    if (done) return redirect(x.res, BASE, [done.cookie]);
+    return nobodysPage(x.res, 401, loginForm(deps, undefined, true));
+  }
+  if (x.session) return redirect(x.res, safeNext(field(x.url.searchParams, 'next', 2048)), x.cookies);
+  return nobodysPage(x.res, proxyMissing ? 401 : 200, loginForm(deps, field(x.url.searchParams, 'next', 2048), false));
+}
+
+/** POST /console/login: a token typed into the form. A wrong one is logged with where it came from, never itself. */
+async function logIn(deps: RouterDeps, x: Exchange): Promise<void> {
+  let form: URLSearchParams;
+  try {
+    form = await readForm(x.req);
+  } catch (err) {
+    return nobodysPage(x.res, statusOf(err), message('Refused', (err as Error).message));
+  }
+  const done = deps.access.login(x.req, form.get('token') ?? '');
+  if (!done) {
+    deps.logger.warn({ remote: x.req.socket.remoteAddress }, 'console login refused: wrong token');
+    return nobodysPage(x.res, 401, loginForm(deps, field(form, 'next', 2048), true));
+  }
+  deps.logger.info({ user: done.session.identity.name, role: done.session.identity.role }, 'console login');
+  return redirect(x.res, safeNext(field(form, 'next', 2048)), [done.cookie]);
+}
+
+/**
+ * No session: a page read in a browser goes to the login form, and back after it; anything else, or any
+ * request when only the proxy can log anyone in, is answered 401 with the form.
+ */
+async function toLogin(deps: RouterDeps, x: Exchange, proxyMissing: boolean): Promise<void> {
+  if (x.method === 'GET' && !proxyMissing) return redirect(x.res, urls.login(`${x.url.pathname}${x.url.search}`), x.cookies);
+  return nobodysPage(x.res, 401, loginForm(deps, undefined, false));
+}
+
+/**
+ * A POST by a logged-in session. Refused unless its form carries the session's CSRF token; then anyone may
+ * log out, and only an operator may act.
+ */
+async function post(deps: RouterDeps, x: SignedIn): Promise<void> {
+  let form: URLSearchParams;
+  try {
+    form = await readForm(x.req);
+  } catch (err) {
+    return x.page(statusOf(err), message('Refused', (err as Error).message));
+  }
+  if (!deps.access.csrfOk(x.session, form.get('_csrf')))
+    return x.page(403, message('Refused', 'This form is stale or did not come from this console. Load the page again and retry.'));
+  if (x.parts[0] === 'logout' && x.parts.length === 1) return redirect(x.res, urls.login(), [deps.access.logout(x.req, x.session)]);
+  if (x.session.identity.role !== 'operator') return x.page(403, message('Not allowed', 'Only operators can do that; you are a viewer.'));
+  return runAction(deps, x, form);
+}
+
+/**
+ * In this order: a malformed address, the assets (no session touched), a user the proxy names
+ * without a role here, the login form, no session, then a logged-in session's POST, GET or other method.
+ */
+async function route(deps: RouterDeps, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://console.invalid');
+  const method = req.method === 'HEAD' ? 'GET' : req.method;
+  const parts = segments(url.pathname);
+  if (!parts) return nobodysPage(res, 400, message('Bad request', 'That address is not valid.'));
+  if (parts[0] === 'static' && parts.length === 2 && method === 'GET') return serveAsset(req, res, parts[1]!);
+
+  const who = deps.access.resolve(req);
+  if (who.refused !== undefined)
+    return nobodysPage(res, 403, message('Not allowed', 'The proxy let you through, but this console gives you no role.'));
+  const x = openExchange({ req, res, url, method, parts, session: who.session, cookies: [...who.cookies] });
+
+  const login = parts[0] === 'login' && parts.length === 1;
+  if (login && method === 'GET') return loginPage(deps, x, who.proxyMissing);
+  if (login && method === 'POST') return logIn(deps, x);
+  if (!isSignedIn(x)) return toLogin(deps, x, who.proxyMissing);
+  if (method === 'POST') return post(deps, x);
+  if (method !== 'GET') {
+    res.setHeader('Allow', 'GET, HEAD, POST');
+    return x.page(405, message('Method not allowed', 'The console answers GET and POST.'));
+  }
+  return showView(deps, x);
+}
+
+export function createRouter(deps: RouterDeps): (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> {
   // A request the console cannot use (a field too long, a form too large) is answered, not logged as a failure.
   return async (req, res) => {
     try {
-      await route(req, res);
+      await route(deps, req, res);
     } catch (err) {
       if (!isPostroomError(err) || err.code !== 'bad_request' || res.headersSent) throw err;
-      sendHtml(
-        res,
-        statusOf(err),
-        await html(
-          h(Message, {
-            ctx: { identity: undefined, csrf: undefined, flash: undefined, assetVersion: ASSET_VERSION },
-            title: 'Bad request',
-            text: err.message,
-          }),
-        ),
-      );
+      await nobodysPage(res, statusOf(err), message('Bad request', err.message));
     }
   };
-
-  async function route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://console.invalid');
-    const method = req.method === 'HEAD' ? 'GET' : req.method;
-    const parts = segments(url.pathname);
-    const ctxFor = (session: Session | undefined): PageContext => {
-      const flash = session?.flash;
-      if (session) session.flash = undefined;
-      return { identity: session?.identity, csrf: session?.csrf, flash, assetVersion: ASSET_VERSION };
-    };
-    const page = async (status: number, session: Session | undefined, el: (ctx: PageContext) => JSXNode, cookies: string[] = []) =>
-      sendHtml(res, status, await html(el(ctxFor(session))), cookies);
-
-    if (!parts) return page(400, undefined, (ctx) => h(Message, { ctx, title: 'Bad request', text: 'That address is not valid.' }));
-
-    // The stylesheet and script carry no data and are the same for everyone.
-    if (parts[0] === 'static' && parts.length === 2 && method === 'GET') {
-      const asset = ASSETS[parts[1] as keyof typeof ASSETS];
-      if (!asset) return page(404, undefined, (ctx) => h(Message, { ctx, title: 'Not found', text: 'No such file.' }));
-      securityHeaders(res, true);
-      res.writeHead(200, { 'Content-Type': asset.type, 'Content-Length': Buffer.byteLength(asset.body) });
-      res.end(req.method === 'HEAD' ? undefined : asset.body);
-      return;
-    }
-
-    const who = access.resolve(req);
-    const cookies = [...who.cookies];
-    if (who.refused !== undefined)
-      return page(403, undefined, (ctx) =>
-        h(Message, { ctx, title: 'Not allowed', text: 'The proxy let you through, but this console gives you no role.' }),
-      );
-
-    if (parts[0] === 'login' && parts.length === 1) {
-      if (method === 'GET') {
-        const token = url.searchParams.get('token');
-        if (token !== null) {
-          // `postroom console` prints a link with its token: log in, then drop the token from the address bar.
-          const done = access.login(req, token, { localOnly: true });
-          if (done) return redirect(res, BASE, [done.cookie]);
-          return page(401, undefined, (ctx) => h(Login, { ctx, next: undefined, failed: true, proxyOnly: access.proxyOnly }));
-        }
-        if (who.session) return redirect(res, safeNext(field(url.searchParams, 'next', 2048)), cookies);
-        return page(who.proxyMissing ? 401 : 200, undefined, (ctx) =>
-          h(Login, { ctx, next: field(url.searchParams, 'next', 2048), failed: false, proxyOnly: access.proxyOnly }),
-        );
-      }
-      if (method === 'POST') {
-        let form: URLSearchParams;
-        try {
-          form = await readForm(req);
-        } catch (err) {
-          return page(statusOf(err), undefined, (ctx) => h(Message, { ctx, title: 'Refused', text: (err as Error).message }));
-        }
-        const done = access.login(req, form.get('token') ?? '');
-        if (!done) {
-          deps.logger.warn({ remote: req.socket.remoteAddress }, 'console login refused: wrong token');
-          return page(401, undefined, (ctx) =>
-            h(Login, { ctx, next: field(form, 'next', 2048), failed: true, proxyOnly: access.proxyOnly }),
-          );
-        }
-        deps.logger.info({ user: done.session.identity.name, role: done.session.identity.role }, 'console login');
-        return redirect(res, safeNext(field(form, 'next', 2048)), [done.cookie]);
-      }
-    }
-
-    const session = who.session;
-    if (!session) {
-      if (method === 'GET' && !who.proxyMissing) return redirect(res, urls.login(`${url.pathname}${url.search}`), cookies);
-      return page(401, undefined, (ctx) => h(Login, { ctx, next: undefined, failed: false, proxyOnly: access.proxyOnly }));
-    }
-    const identity = session.identity;
-
-    if (method === 'POST') {
-      let form: URLSearchParams;
-      try {
-        form = await readForm(req);
-      } catch (err) {
-        return page(statusOf(err), session, (ctx) => h(Message, { ctx, title: 'Refused', text: (err as Error).message }), cookies);
-      }
-      if (!access.csrfOk(session, form.get('_csrf')))
-        return page(
-          403,
-          session,
-          (ctx) =>
-            h(Message, {
-              ctx,
-              title: 'Refused',
-              text: 'This form is stale or did not come from this console. Load the page again and retry.',
-            }),
-          cookies,
-        );
-      if (parts[0] === 'logout' && parts.length === 1) return redirect(res, urls.login(), [access.logout(req, session)]);
-      if (identity.role !== 'operator')
-        return page(
-          403,
-          session,
-          (ctx) => h(Message, { ctx, title: 'Not allowed', text: 'Only operators can do that; you are a viewer.' }),
-          cookies,
-        );
-      return act(parts, form, session, cookies);
-    }
-    if (method !== 'GET') {
-      res.setHeader('Allow', 'GET, HEAD, POST');
-      return page(
-        405,
-        session,
-        (ctx) => h(Message, { ctx, title: 'Method not allowed', text: 'The console answers GET and POST.' }),
-        cookies,
-      );
-    }
-    return view(parts, url.searchParams, session, cookies);
-
-    async function act(p: string[], form: URLSearchParams, s: Session, c: string[]): Promise<void> {
-      const done = (to: string, message: string): void => {
-        s.flash = message;
-        redirect(res, to, c);
-      };
-      try {
-        if (p[0] === 'events' && p.length === 3 && p[2] === 'replay')
-          return done(urls.event(p[1]!), await actions.replayOne(s.identity, p[1]!));
-        if (p[0] === 'events' && p.length === 3 && p[2] === 'reveal') {
-          await actions.reveal(s.identity, p[1]!);
-          s.revealed.set(p[1]!, deps.clock.now() + REVEAL_MS);
-          return done(urls.event(p[1]!), 'Personal data of this event is shown for the next 10 minutes; the reveal is in the audit log.');
-        }
-        if (p[0] === 'replay' && p.length === 1) {
-          const { filter, description } = replayFilter(readInboxQuery(form));
-          const expected = form.get('expected');
-          const message = await actions.replayFiltered(s.identity, filter, description, expected === null ? undefined : Number(expected));
-          return done(urls.inbox(inboxQueryOf(readInboxQuery(form))), message);
-        }
-        if (p[0] === 'gaps' && p.length === 3 && p[2] === 'ignore') {
-          const id = parseId(p[1]);
-          const reason = field(form, 'reason', 500);
-          if (id === undefined || reason === undefined || reason.length < 3)
-            return done(urls.gap(p[1]!), 'Say why the gap needs no recovery, in a few words.');
-          return done(urls.gap(id), await actions.ignoreGap(s.identity, id, reason));
-        }
-        if (p[0] === 'reconcile' && p.length === 1) return done(urls.runs(), await actions.reconcileNow(s.identity));
-      } catch (err) {
-        if (err instanceof FilterError) return done(urls.inbox(), err.message);
-        if (isPostroomError(err) && ['not_found', 'replay_refused', 'replay_conflict'].includes(err.code))
-          return done(p[0] === 'events' ? urls.event(p[1]!) : urls.overview(), err.message);
-        throw err;
-      }
-      return page(404, s, (ctx) => h(Message, { ctx, title: 'Not found', text: 'No such action.' }), c);
-    }
-
-    async function view(p: string[], q: URLSearchParams, s: Session, c: string[]): Promise<void> {
-      const show = (status: number, el: (ctx: PageContext) => JSXNode): Promise<void> => page(status, s, el, c);
-      const notFound = (text: string): Promise<void> => show(404, (ctx) => h(Message, { ctx, title: 'Not found', text }));
-      try {
-        if (p.length === 0) {
-          const data = await loadOverview(db, deps.clock, deps.panels, deps.reconcileUnavailable);
-          return show(200, (ctx) => h(Overview, { ctx, data }));
-        }
-        if (p[0] === 'inbox' && p.length === 1) return inbox(q, show);
-        if (p[0] === 'events' && p.length === 2) {
-          const id = p[1]!;
-          const until = s.revealed.get(id);
-          const revealed = until !== undefined && until > deps.clock.now() && s.identity.role === 'operator';
-          const data = await loadEvent(db, id, { revealed, holdSeconds: deps.orderingHoldSeconds, now: deps.clock.now() });
-          if (!data) return notFound(`No event ${id} in the inbox.`);
-          return show(200, (ctx) => h(EventView, { ctx, data }));
-        }
-        if (p[0] === 'correspondence' && p.length === 2) {
-          const data = await loadTimeline(db, p[1]!);
-          return show(200, (ctx) => h(Timeline, { ctx, data }));
-        }
-        if (p[0] === 'gaps' && p.length === 1) {
-          const raw = field(q, 'status');
-          const status = raw !== undefined && (GAP_STATUSES as readonly string[]).includes(raw) ? (raw as GapStatus) : undefined;
-          const before = parseId(field(q, 'before'));
-          const gaps = await pageGaps(db, { status, before, limit: PAGE + 1 });
-          const next = gaps.length > PAGE ? gaps[PAGE - 1]!.gap_id : undefined;
-          return show(200, (ctx) => h(Gaps, { ctx, status, gaps: gaps.slice(0, PAGE), next, paged: before !== undefined }));
-        }
-        if (p[0] === 'gaps' && p.length === 2) {
-          const id = parseId(p[1]);
-          const gap = id === undefined ? undefined : await getGap(db, String(id));
-          if (!gap) return notFound(`No gap ${p[1]}.`);
-          return show(200, (ctx) => h(GapView, { ctx, gap }));
-        }
-        if (p[0] === 'runs' && p.length === 1) {
-          const before = parseId(field(q, 'before'));
-          const runs = await listRuns(db, { before, limit: PAGE + 1 });
-          const next = runs.length > PAGE ? runs[PAGE - 1]!.run_id : undefined;
-          return show(200, (ctx) =>
-            h(Runs, { ctx, runs: runs.slice(0, PAGE), next, paged: before !== undefined, unavailable: deps.reconcileUnavailable }),
-          );
-        }
-        if (p[0] === 'runs' && p.length === 2) {
-          const id = parseId(p[1]);
-          const run = id === undefined ? undefined : await getRun(db, id);
-          if (!run) return notFound(`No reconcile run ${p[1]}.`);
-          return show(200, (ctx) => h(RunView, { ctx, run }));
-        }
-        if (p[0] === 'audit' && p.length === 1) {
-          const before = parseId(field(q, 'before'));
-          const rows = await listAudit(db, { before, limit: PAGE + 1 });
-          const next = rows.length > PAGE ? rows[PAGE - 1]!.audit_id : undefined;
-          return show(200, (ctx) => h(AuditLog, { ctx, rows: rows.slice(0, PAGE), next, paged: before !== undefined }));
-        }
-        if (p[0] === 'replay' && p.length === 1) {
-          const query = readInboxQuery(q);
-          const { filter, description } = replayFilter(query);
-          const matched = await countReplayable(db, filter);
-          return show(200, (ctx) => h(ReplayConfirm, { ctx, preview: { filters: inboxQueryOf(query), description, matched } }));
-        }
-        if (p[0] === 'find' && p.length === 1) {
-          const wanted = field(q, 'q');
-          if (wanted === undefined) return redirect(res, urls.inbox(), c);
-          if (await getInboxEvent(db, wanted)) return redirect(res, urls.event(wanted), c);
-          return redirect(res, urls.correspondence(wanted), c);
-        }
-      } catch (err) {
-        if (err instanceof FilterError) return show(400, (ctx) => h(Message, { ctx, title: 'Bad request', text: err.message }));
-        throw err;
-      }
-      return notFound('No such page.');
-    }
-
-    async function inbox(q: URLSearchParams, show: (status: number, el: (ctx: PageContext) => JSXNode) => Promise<void>): Promise<void> {
-      const query = readInboxQuery(q);
-      const empty: InboxPage = { rows: [], next: null, scanned: 0, windowFull: false };
-      let error: string | undefined;
-      let result = empty;
-      const before = field(q, 'before', 400);
-      try {
-        result = await pageInbox(db, toBrowseFilter(query, deps.clock.now()), parseCursor(before), PAGE);
-      } catch (err) {
-        if (!(err instanceof FilterError)) throw err;
-        error = err.message;
-      }
-      return show(error ? 400 : 200, (ctx) => h(Inbox, { ctx, query, page: result, error, paged: before !== undefined }));
-    }
-
-    /** The filtered set a replay takes: dead or quarantined only, with the inbox's other filters. */
-    function replayFilter(query: InboxQuery): { filter: ReplayFilter; description: string } {
-      if (query.status !== 'dead' && query.status !== 'quarantined')
-        throw new FilterError('Replay takes dead or quarantined events: filter the inbox by one of those statuses first.');
-      if (query.event !== undefined) throw new FilterError('To replay one event, open it and use its Replay button.');
-      const browse = toBrowseFilter(query, deps.clock.now());
-      const filter: ReplayFilter = {
-        status: query.status,
-        type: browse.type,
-        since: browse.from,
-        until: browse.until,
-        correspondenceId: browse.correspondenceId,
-        endpointId: browse.endpointId,
-      };
-      const parts = [`${query.status} events`];
-      if (query.type) parts.push(`of type ${query.type}`);
-      if (query.correspondence) parts.push(`of correspondence ${query.correspondence}`);
-      if (query.endpoint) parts.push(`from endpoint ${query.endpoint}`);
-      if (query.from) parts.push(`received from ${query.from}`);
-      if (query.to) parts.push(`before ${query.to}`);
-      return { filter, description: parts.join(' ') };
-    }
-  }
-}
-
-/** The filters as query-string values, the empty ones left out. */
-function inboxQueryOf(query: InboxQuery): Record<string, string | undefined> {
-  return { ...query };
 }
