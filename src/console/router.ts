@@ -48,7 +48,8 @@ const loginForm =
 
 /** The stylesheet and the script: they carry no data and are the same for everyone, so a browser may keep them. */
 async function serveAsset(req: http.IncomingMessage, res: http.ServerResponse, name: string): Promise<void> {
-  const asset = ASSETS[name as keyof typeof ASSETS];
+  // Its own names only: `constructor` or `__proto__` is what every object inherits, not a file.
+  const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name as keyof typeof ASSETS] : undefined;
   if (!asset) return nobodysPage(res, 404, message('Not found', 'No such file.'));
   securityHeaders(res, true);
   res.writeHead(200, { 'Content-Type': asset.type, 'Content-Length': Buffer.byteLength(asset.body) });

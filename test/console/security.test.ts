@@ -75,6 +75,16 @@ describe('the console on the admin listener', () => {
     expect((await fetch(`${admin}/metrics`)).status).toBe(200);
   });
 
+  it('serves only its own files under /static: names an object inherits are not files', async () => {
+    const c = consoleClient(admin);
+    expect((await c.get('/console/static/console.js')).status).toBe(200);
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'nothing.css']) {
+      const res = await c.get(`/console/static/${name}`);
+      expect(res.status, name).toBe(404);
+      expect(res.headers.get('cache-control'), name).not.toMatch(/immutable/);
+    }
+  });
+
   it('gives nothing without a login: pages redirect to the login form, actions are refused', async () => {
     const c = consoleClient(admin);
     for (const p of [
