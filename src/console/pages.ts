@@ -3,9 +3,11 @@ import type { Db } from '../db/types.js';
 import { correspondenceEvents, earlierUnfinished } from '../inbox/browse-queries.js';
 import { inboxStatusCounts, minuteCounts } from '../inbox/count-queries.js';
 import { getInboxEvent } from '../inbox/read-queries.js';
+import { compareWithService } from '../projection/compare.js';
 import { getProjectedCorrespondence } from '../projection/read.js';
 import { explanationHistory } from '../reconciler/explanation-queries.js';
 import { gapOfEvent, gapsOfCorrespondence, pageGaps } from '../reconciler/gap-queries.js';
+import { getServiceState } from '../reconciler/service-state-queries.js';
 import { listRuns } from '../reconciler/state-queries.js';
 import { maskValue } from './mask.js';
 import type { PanelSource } from './panels.js';
@@ -109,11 +111,13 @@ export async function loadEvent(
 const TIMELINE_EVENTS = 500;
 
 export async function loadTimeline(db: Db, correspondenceId: string): Promise<TimelineData> {
-  const [events, explanations, gaps, projection] = await Promise.all([
+  const [events, explanations, gaps, projection, service] = await Promise.all([
     correspondenceEvents(db, correspondenceId, TIMELINE_EVENTS),
     explanationHistory(db, correspondenceId, { limit: 500 }),
     gapsOfCorrespondence(db, correspondenceId, 100),
     getProjectedCorrespondence(db, correspondenceId),
+    getServiceState(db, correspondenceId),
   ]);
-  return { correspondenceId, ...events, explanations, gaps, projection, service: undefined };
+  const differences = service ? compareWithService(projection, service.file) : [];
+  return { correspondenceId, ...events, explanations, gaps, projection, service, differences };
 }

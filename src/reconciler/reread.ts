@@ -9,6 +9,7 @@ import { RECONCILE_DEFAULTS } from './defaults.js';
 import { insertExplanations } from './explanation-queries.js';
 import { mapWithConcurrency } from './pool.js';
 import { rereadCandidates } from './projection-reads.js';
+import { saveServiceState } from './service-state-queries.js';
 import { getListingWatermark, saveListingWatermark } from './state-queries.js';
 import { planCorrespondence, toInboxRow, type Explanation, type ServiceFile } from './synthetic.js';
 import type { ReconcileOptions, ReconcilerApi } from './types.js';
@@ -74,6 +75,8 @@ export async function rereadFiles(deps: RereadDeps, options: RereadOptions): Pro
         // Not `result.written += await …`: that reads the total before the await and loses concurrent counts.
         result.written += written;
       }
+      // What the service answered, for the console's timeline beside the projection.
+      if (!options.dryRun) await saveServiceState(db, file, new Date(clock.now()), options.runId);
       result.ok.add(id);
       result.standing.push(...plan.standing);
     } catch (err) {

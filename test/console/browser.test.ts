@@ -187,7 +187,6 @@ describe.skipIf(!hasChromium || !pg)('the console in Chromium', () => {
     expect(page.url()).toContain('/console/correspondence/');
     expect(await page.locator('ol.timeline li').count()).toBeGreaterThan(0);
     expect(await page.getByRole('heading', { name: 'Re-reads by the reconciler' }).count()).toBe(1);
-    await shot('correspondence');
   });
 
   it('runs reconcile now, then ignores the gap it left open with a written reason', async () => {
@@ -201,6 +200,14 @@ describe.skipIf(!hasChromium || !pg)('the console in Chromium', () => {
     }
     await page.reload();
     await shot('runs');
+    // The run re-read the files it walked: a timeline now shows the service's answer beside the projection.
+    const reread = await store.db.query<{ correspondence_id: string }>(
+      `SELECT correspondence_id FROM correspondence_service_state ORDER BY read_at LIMIT 1`,
+    );
+    await page.goto(`${base}/console/correspondence/${encodeURIComponent(reread.rows[0]!.correspondence_id)}`);
+    expect(await page.getByText(/by reconcile run \d+/).count()).toBe(1);
+    expect(await page.getByText('The projection agrees with the service’s last answer.').count()).toBe(1);
+    await shot('correspondence');
     await page.goto(`${base}/console`);
     await shot('overview');
 

@@ -183,7 +183,30 @@ function timeline(f: Fields): TimelineData {
     explanations: [],
     gaps: [gap(f)],
     projection: undefined,
-    service: undefined,
+    service: {
+      read_at: at,
+      run_id: 3,
+      file: {
+        correspondence_id: f.correspondenceId,
+        status: 'sent',
+        kind: f.type,
+        subject: f.reason,
+        document_ids: [f.eventId],
+        send_summary: null,
+        participants: [{ participant_id: f.endpointId, state: 'delivered', ref: f.headerValue, last_act: f.dataKey }],
+      },
+    },
+    differences: [
+      {
+        kind: 'participant_field',
+        correspondenceId: f.correspondenceId,
+        participantId: f.endpointId,
+        field: 'last_act',
+        projection: f.dataValue,
+        service: f.dataKey,
+      },
+      { kind: 'field', correspondenceId: f.correspondenceId, field: 'subject', projection: f.lastError, service: f.reason },
+    ],
   };
 }
 
@@ -221,7 +244,15 @@ const pages: Array<[string, (f: Fields) => string, (f: Fields) => string[]]> = [
   [
     'timeline',
     (f) => render(Timeline, { ctx, data: timeline(f) }),
-    (f) => [visible(f.type), visible(f.eventId), visible(f.endpointId), masked(f.reason)],
+    (f) => [
+      visible(f.type),
+      visible(f.eventId),
+      visible(f.endpointId),
+      masked(f.reason),
+      masked(f.headerValue),
+      visible(f.dataKey),
+      masked(f.lastError),
+    ],
   ],
 ];
 

@@ -7,7 +7,7 @@ import type { Db } from '../../src/db/types.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { createPostroom, type Postroom } from '../../src/app/postroom.js';
 import { getProjectedCorrespondence } from '../../src/projection/read.js';
-import { compareWithService } from '../../src/projection/compare.js';
+import { compareWithService, type ServiceCorrespondence } from '../../src/projection/compare.js';
 import { createReconciler } from '../../src/reconciler/reconcile.js';
 import { recordSentCorrespondence } from '../../src/reconciler/state-queries.js';
 import { startSandbox, startTraffic, type Sandbox } from '../../src/sandbox/index.js';
@@ -118,6 +118,20 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
       const diff = compareWithService(await getProjectedCorrespondence(store.db, c.correspondence_id), c);
       expect(diff, c.correspondence_id).toEqual([]);
     }
+    // Each file the run re-read keeps the service's answer, with the run that read it (the console's timeline).
+    const stored = await store.db.query<{ correspondence_id: string; run_id: number; file: ServiceCorrespondence }>(
+      'SELECT correspondence_id, run_id::int AS run_id, file FROM correspondence_service_state',
+    );
+    expect(stored.rows.length).toBe(s1.correspondences_reread);
+    expect(stored.rows.length).toBeGreaterThan(0);
+    for (const row of stored.rows) {
+      expect(row.run_id).toBe(s1.run_id);
+      const own = sandbox.control.listCorrespondence().find((c) => c.correspondence_id === row.correspondence_id)!;
+      expect(
+        compareWithService(await getProjectedCorrespondence(store.db, row.correspondence_id), row.file),
+        row.correspondence_id,
+      ).toEqual(compareWithService(await getProjectedCorrespondence(store.db, row.correspondence_id), own));
+    }
     const gaps = await store.db.query<{
       gap_id: number;
       event_id: string;
@@ -176,6 +190,16 @@ describe.skipIf(!pg)('reconcile end to end with the sandbox', () => {
     expect(second.code).toBe(0);
     expect(s2).toMatchObject({ gaps_found: 0, synthetic_events_written: 0, gaps_open: 0 });
     expect(s2.deliveries_scanned).toBe(s1.deliveries_scanned);
+
+    // What on-call did with the CLI is in the same audit as the console's actions.
+    const actions = await store.db.query<{ action: string; via: string; affected: number | null; detail: { outcome?: string } }>(
+      `SELECT action, via, affected, detail FROM console_audit ORDER BY audit_id`,
+    );
+    expect(actions.rows.filter((r) => r.action === 'ignore_gap').length).toBe(open.length);
+    const runs = actions.rows.filter((r) => r.action === 'reconcile');
+    expect(runs.map((r) => r.detail.outcome)).toEqual([s1.outcome, s2.outcome]);
+    expect(runs.map((r) => r.affected)).toEqual([s1.gaps_found, 0]);
+    expect(new Set(actions.rows.map((r) => r.via))).toEqual(new Set(['cli']));
 
     const audit = await runCli(['audit', '--since', '1h', '--json'], env);
     expect(audit.code, audit.stdout).toBe(0);

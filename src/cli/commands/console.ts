@@ -74,7 +74,9 @@ Examples:
 
   group
     .command('audit')
-    .description('What was done in the console: replays, ignored gaps, reconcile runs and reveals of personal data, newest first.')
+    .description(
+      'What operators did in the console and with the CLI: replays, ignored gaps, reconcile runs and reveals of personal data, newest first.',
+    )
     .option('--since <duration>', 'only entries within this window, e.g. 7d')
     .option('--actor <name>', 'only what this person did')
     .option('--limit <n>', 'at most this many (1-10000)', '100')

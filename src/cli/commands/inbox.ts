@@ -7,6 +7,7 @@ import type { CliContext } from '../context.js';
 import { parseChoice, parseCount, parseDuration } from '../duration.js';
 import { createProgress, printJson, printTable } from '../output.js';
 import { countPrunable, inboxStats, prunePage, type InboxCursor } from '../../inbox/admin-queries.js';
+import { recordCliAction } from '../audit.js';
 
 /** The `inbox` command group: what was accepted (list, show) and what to do about it (stats, replay, prune). */
 export function registerInboxCommands(program: Command, ctx: CliContext): Command {
@@ -172,6 +173,15 @@ A running worker picks replayed events up at once (postroom serve, or your own p
           }
           const { replayEvent } = await import('../../worker/replay.js');
           const result = await replayEvent(db, eventId);
+          await recordCliAction(ctx, {
+            action: 'replay_event',
+            target: eventId,
+            affected: result.outcome === 'replayed' ? 1 : 0,
+            detail:
+              result.outcome === 'replayed'
+                ? { outcome: 'replayed', from_status: result.from_status }
+                : { outcome: 'still_invalid', reason: result.reason },
+          });
           if (opts.json) printJson(ctx.io, { event_id: eventId, ...result });
           else if (result.outcome === 'replayed')
             ctx.io.stdout.write(`replayed ${eventId} (was ${result.from_status}); follow it with: postroom inbox show ${eventId}\n`);
@@ -192,6 +202,19 @@ A running worker picks replayed events up at once (postroom serve, or your own p
           onProgress: (done, total) => progress.update(`${done}/${total}`),
         });
         progress.done();
+        if (!summary.dry_run)
+          await recordCliAction(ctx, {
+            action: 'replay_matching',
+            target: [`status ${filter.status}`, filter.type && `type ${filter.type}`, opts.since && `since ${opts.since}`]
+              .filter(Boolean)
+              .join(', '),
+            affected: summary.replayed,
+            detail: {
+              filter: { ...filter, since: filter.since?.toISOString() },
+              matched: summary.matched,
+              still_invalid: summary.still_invalid,
+            },
+          });
         if (opts.json) {
           printJson(ctx.io, summary);
           return;

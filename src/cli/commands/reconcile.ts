@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { PostroomError } from '../../errors.js';
+import { describeError, PostroomError } from '../../errors.js';
 import { systemClock } from '../../clock.js';
 import { auditDelivered } from '../../reconciler/audit.js';
 import { RECONCILE_DEFAULTS } from '../../reconciler/defaults.js';
@@ -10,6 +10,7 @@ import { apiClientFor } from '../api.js';
 import type { CliContext } from '../context.js';
 import { formatDuration, parseChoice, parseCount, parseDuration } from '../duration.js';
 import { createProgress, printJson, printTable } from '../output.js';
+import { finishCliAction, recordCliAction } from '../audit.js';
 
 /** Exit codes a script can branch on. */
 export const RECONCILE_EXIT = { clean: 0, error: 1, gaps_open: 2, auditLoss: 3, notLeader: 4 } as const;
@@ -98,14 +99,31 @@ Examples:
           clock: systemClock,
           defaults: reconcileDefaults(ctx.config()),
         });
-        const result = await reconciler.run({
-          ...options,
-          onProgress: (p) =>
-            progress.update(
-              `${p.phase} ${p.endpointId ?? ''} pages ${p.pages}, deliveries ${p.deliveries_scanned}, re-read ${p.correspondences_reread}`,
-            ),
-        });
+        // A run started by hand is an operator's action, recorded like the console's "Reconcile now".
+        const auditId = options.dryRun ? undefined : await recordCliAction(ctx, { action: 'reconcile', detail: { started: true } });
+        let result: Awaited<ReturnType<typeof reconciler.run>>;
+        try {
+          result = await reconciler.run({
+            ...options,
+            onProgress: (p) =>
+              progress.update(
+                `${p.phase} ${p.endpointId ?? ''} pages ${p.pages}, deliveries ${p.deliveries_scanned}, re-read ${p.correspondences_reread}`,
+              ),
+          });
+        } catch (err) {
+          progress.done();
+          await finishCliAction(ctx, auditId, null, { outcome: 'failed', error: describeError(err).slice(0, 300) });
+          throw err;
+        }
         progress.done();
+        await finishCliAction(
+          ctx,
+          auditId,
+          result.ran ? result.summary.gaps_found : 0,
+          result.ran
+            ? { outcome: result.summary.outcome, run_id: result.summary.run_id, gaps_open: result.summary.gaps_open }
+            : { outcome: 'not_leader', holder: result.holder?.holder ?? null },
+        );
         if (!result.ran) {
           printNotLeader(ctx, result.holder, opts.json);
           ctx.exitCode = RECONCILE_EXIT.notLeader;
@@ -204,6 +222,12 @@ function registerGaps(program: Command, ctx: CliContext): void {
       if (opts.reason.trim().length < 3) throw new PostroomError('invalid_flag', '--reason: say why, in a few words');
       const gap = await ignoreGap(await ctx.db(), Number(id), opts.reason.trim());
       if (!gap) throw new PostroomError('not_found', `No open gap ${id}. See \`postroom gaps show ${id}\`.`);
+      await recordCliAction(ctx, {
+        action: 'ignore_gap',
+        target: String(gap.gap_id),
+        affected: 1,
+        detail: { reason: opts.reason.trim(), event_id: gap.event_id },
+      });
       if (opts.json) printJson(ctx.io, gap);
       else ctx.io.stdout.write(`gap ${gap.gap_id} ignored: ${gap.reason}\n`);
     });

@@ -9,7 +9,8 @@ export type ConsoleRole = (typeof CONSOLE_ROLES)[number];
 export interface Identity {
   name: string;
   role: ConsoleRole;
-  via: 'token' | 'proxy' | 'local';
+  /** token (a line of the tokens file), proxy (a trusted user header), local (`postroom console`), cli (a CLI command) */
+  via: 'token' | 'proxy' | 'local' | 'cli';
 }
 
 /** A token as kept in memory: its SHA-256 only, so comparisons run over equal-length digests. */

@@ -1,8 +1,10 @@
 import type { FC } from 'hono/jsx';
 import type { TimelineEvent } from '../../inbox/browse-queries.js';
+import type { ProjectionDifference } from '../../projection/compare.js';
 import type { ProjectedCorrespondence } from '../../projection/read.js';
 import type { ExplanationRecord } from '../../reconciler/explanation-queries.js';
 import type { Gap } from '../../reconciler/gap-queries.js';
+import type { StoredServiceState } from '../../reconciler/service-state-queries.js';
 import { masked, visible, when } from '../text.js';
 import { urls } from '../urls.js';
 import { ExplanationTable } from './event.js';
@@ -16,8 +18,10 @@ export interface TimelineData {
   explanations: ExplanationRecord[];
   gaps: Gap[];
   projection: ProjectedCorrespondence | undefined;
-  /** The service's own view of the file, when one is stored. */
-  service: ProjectedCorrespondence | undefined;
+  /** The service's answer to the reconciler's latest re-read of the file, when there was one. */
+  service: StoredServiceState | undefined;
+  /** How the projection differs from that answer now (none when they agree). */
+  differences: ProjectionDifference[];
 }
 
 /** The few data fields that say what an event did, masked like the rest. */
@@ -78,6 +82,98 @@ const ProjectionFacts: FC<{ p: ProjectedCorrespondence; label: string }> = ({ p,
   </div>
 );
 
+const ServiceFacts: FC<{ s: StoredServiceState }> = ({ s }) => (
+  <div>
+    <Facts
+      label="The service"
+      items={[
+        ['read', `${when(s.read_at)}${s.run_id === null ? '' : ` by reconcile run ${s.run_id}`}`],
+        ['status', <Status value={s.file.status} />],
+        ['kind', visible(s.file.kind ?? '')],
+        ['subject', masked(s.file.subject ?? '')],
+        ['documents', visible((s.file.document_ids ?? []).join(', '))],
+        [
+          'send summary',
+          s.file.send_summary
+            ? `delivered ${s.file.send_summary.delivered}, held ${s.file.send_summary.held}, undeliverable ${s.file.send_summary.undeliverable} of ${s.file.send_summary.total}`
+            : '',
+        ],
+      ]}
+    />
+    <table>
+      <caption>{`Participants (${s.file.participants.length})`}</caption>
+      <thead>
+        <tr>
+          <th scope="col">participant</th>
+          <th scope="col">ref</th>
+          <th scope="col">state</th>
+          <th scope="col">last act</th>
+        </tr>
+      </thead>
+      <tbody>
+        {s.file.participants.map((x) => (
+          <tr>
+            <td class="id">{visible(x.participant_id)}</td>
+            <td>{masked(x.ref ?? '')}</td>
+            <td>
+              <Status value={x.state} />
+            </td>
+            <td>{visible(x.last_act ?? '')}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  </div>
+);
+
+/** A difference in words; refs and subjects are personal data, so values of those fields are masked. */
+function describeDifference(d: ProjectionDifference): [string, string, string] {
+  const shown = (field: string, v: unknown): string => {
+    const text = v === null || v === undefined ? '(none)' : typeof v === 'string' ? v : JSON.stringify(v);
+    return field === 'ref' || field === 'subject' ? masked(text) : visible(text);
+  };
+  switch (d.kind) {
+    case 'missing_correspondence':
+      return ['the correspondence', 'not projected', 'exists'];
+    case 'field':
+      return [d.field, shown(d.field, d.projection), shown(d.field, d.service)];
+    case 'missing_participant':
+      return [`participant ${visible(d.participantId)}`, 'absent', visible(d.service)];
+    case 'unexpected_participant':
+      return [`participant ${visible(d.participantId)}`, visible(d.projection), 'absent'];
+    case 'participant_field':
+      return [`participant ${visible(d.participantId)}: ${d.field}`, shown(d.field, d.projection), shown(d.field, d.service)];
+  }
+}
+
+const Differences: FC<{ rows: ProjectionDifference[] }> = ({ rows }) =>
+  rows.length === 0 ? (
+    <p>The projection agrees with the service’s last answer.</p>
+  ) : (
+    <table>
+      <caption>{`Where the projection differs from the service’s last answer (${rows.length})`}</caption>
+      <thead>
+        <tr>
+          <th scope="col">what</th>
+          <th scope="col">projection</th>
+          <th scope="col">service</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((d) => {
+          const [what, p, s] = describeDifference(d);
+          return (
+            <tr>
+              <td>{what}</td>
+              <td>{p}</td>
+              <td>{s}</td>
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+
 export const Timeline: FC<{ ctx: PageContext; data: TimelineData }> = ({ ctx, data }) => (
   <Layout ctx={ctx} title={`Correspondence ${data.correspondenceId}`} section="inbox">
     <p>
@@ -126,15 +222,16 @@ export const Timeline: FC<{ ctx: PageContext; data: TimelineData }> = ({ ctx, da
         <div>
           <h3>As the service last showed it</h3>
           {data.service ? (
-            <ProjectionFacts p={data.service} label="The service" />
+            <ServiceFacts s={data.service} />
           ) : (
             <p class="note">
-              Not stored: the reconciler keeps only the differences its re-reads found (above). Compare now with{' '}
+              No re-read yet: the reconciler stores the service’s answer each time it re-reads this correspondence. Compare now with{' '}
               <code>postroom correspondence show</code> and the service’s API.
             </p>
           )}
         </div>
       </div>
+      {data.service && <Differences rows={data.differences} />}
     </section>
   </Layout>
 );
