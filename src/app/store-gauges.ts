@@ -3,6 +3,7 @@ import { inboxStatusCounts } from '../inbox/read-queries.js';
 import { storeSizing } from '../inbox/count-queries.js';
 import { INBOX_STATUSES } from '../inbox/types.js';
 import { countOpenGaps, countAtRiskFromLastRun, lastSuccessfulRun } from '../reconciler/state-gauges.js';
+import { listCompleteness } from '../reconciler/completeness-queries.js';
 import type { Metrics } from '../metrics/metrics.js';
 
 /**
@@ -45,6 +46,10 @@ async function read(metrics: Metrics, db: Db): Promise<void> {
   const last = await lastSuccessfulRun(db);
   metrics.reconcileLastSuccess.set(last ? Math.floor(last.getTime() / 1000) : 0);
   metrics.reconcileAtRisk.set(await countAtRiskFromLastRun(db));
+  const marks = await listCompleteness(db, 200);
+  metrics.completeThrough.reset();
+  for (const m of marks)
+    metrics.completeThrough.set({ plane: m.plane, endpoint: m.endpoint_id }, Math.floor(m.complete_through.getTime() / 1000));
   const sizing = await storeSizing(db);
   if (sizing) {
     metrics.storeEventIdIndexBytes.set(sizing.indexBytes);

@@ -193,6 +193,15 @@ function reconcileMetrics(r: Registry[]) {
       help: 'Pending deliveries older than the threshold at the last completed reconcile run.',
       registers: r,
     }),
+    // One series per plane and endpoint, at most 200 of them (the most lagging, src/app/store-gauges.ts): bounded.
+    completeThrough: new Gauge({
+      name: 'postroom_complete_through_timestamp_seconds',
+      help:
+        'Completeness watermark per endpoint (Unix time): every delivery the service created for it before then is in the inbox ' +
+        'or a gap closed with evidence, and none is still pending past the at-risk age (proved by the reconciler; from the database).',
+      labelNames: ['plane', 'endpoint'],
+      registers: r,
+    }),
   };
 }
 
