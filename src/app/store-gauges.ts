@@ -4,6 +4,7 @@ import { storeSizing } from '../inbox/count-queries.js';
 import { INBOX_STATUSES } from '../inbox/types.js';
 import { countOpenGaps, countAtRiskFromLastRun, lastSuccessfulRun } from '../reconciler/state-gauges.js';
 import { listCompleteness } from '../reconciler/completeness-queries.js';
+import { latestProbes } from '../probe/probe-queries.js';
 import type { Metrics } from '../metrics/metrics.js';
 
 /**
@@ -50,6 +51,14 @@ async function read(metrics: Metrics, db: Db): Promise<void> {
   metrics.completeThrough.reset();
   for (const m of marks)
     metrics.completeThrough.set({ plane: m.plane, endpoint: m.endpoint_id }, Math.floor(m.complete_through.getTime() / 1000));
+  const probes = await latestProbes(db, 200);
+  metrics.probeUp.reset();
+  metrics.probeLastSuccess.reset();
+  for (const p of probes) {
+    const labels = { plane: p.plane, endpoint: p.endpoint_id };
+    metrics.probeUp.set(labels, p.outcome === 'ok' ? 1 : 0);
+    metrics.probeLastSuccess.set(labels, p.last_ok_at ? Math.floor(p.last_ok_at.getTime() / 1000) : 0);
+  }
   const sizing = await storeSizing(db);
   if (sizing) {
     metrics.storeEventIdIndexBytes.set(sizing.indexBytes);
