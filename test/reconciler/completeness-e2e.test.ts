@@ -168,5 +168,12 @@ describe('completeness watermark and pending deliveries', () => {
     if (!result.ran) return;
     expect(result.summary.at_risk.count).toBe(1);
     expect(result.summary.complete_through[ep.endpoint_id]).toBe(new Date(Date.parse(pending!.created_at)).toISOString());
+
+    // The same run's at-risk count reaches the gauge every replica reads from the database.
+    const metrics = createMetrics({ defaultMetrics: false });
+    await refreshStoreGauges(metrics, store.db);
+    expect(await metrics.registry.getSingleMetricAsString('postroom_reconcile_deliveries_at_risk')).toContain(
+      'postroom_reconcile_deliveries_at_risk 1',
+    );
   }, 60_000);
 });
