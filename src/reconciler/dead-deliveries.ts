@@ -42,21 +42,34 @@ export interface WalkTotals {
 /**
  * Pass 1 for one endpoint: every dead delivery whose event is not in the inbox
  * becomes a gap. The list has no time filter and no promised order, so the whole
- * list is walked; records older than the watermark minus the overlap were
- * examined by an earlier complete walk and are only counted. Progress is saved
+ * list is walked; records older than both the watermark minus the overlap and the
+ * completeness watermark were examined by an earlier complete walk and are only counted. Progress is saved
  * after each page so a killed run resumes where it stopped.
  */
 export async function walkDeadDeliveries(
   db: Db,
   api: ReconcilerApi,
   endpointId: string,
-  options: ReconcileOptions & { logger: Logger; progress: ReconcileProgress; plane?: string },
+  options: ReconcileOptions & {
+    logger: Logger;
+    progress: ReconcileProgress;
+    plane?: string;
+    /**
+     * The endpoint's completeness watermark: a record created at or after it is examined whatever the overlap,
+     * so a delivery pending for longer than the overlap that dies later still becomes a gap and pins it
+     * (it was pending at the last proof, so it lies after the watermark).
+     */
+    examineFrom?: Date | null;
+  },
 ): Promise<WalkTotals> {
   const status = 'dead';
   const dryRun = options.dryRun ?? false;
   const overlapMs = options.overlapMs ?? RECONCILE_DEFAULTS.overlapMs;
   const mark = await getWatermark(db, endpointId, status);
-  const skipBefore = mark.watermark ? mark.watermark.getTime() - overlapMs : -Infinity;
+  const skipBefore = Math.min(
+    mark.watermark ? mark.watermark.getTime() - overlapMs : -Infinity,
+    options.examineFrom?.getTime() ?? Infinity,
+  );
   const since = options.since?.getTime() ?? -Infinity;
   let cursor: string | undefined = mark.resumeCursor ?? undefined;
   let maxSeen: Date | null = mark.resumeMaxSeen;

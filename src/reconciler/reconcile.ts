@@ -12,6 +12,7 @@ import { CORRESPONDENCE_SCOPED_TYPES, findAtRisk, walkDeadDeliveries } from './d
 import { closeExplainedGaps } from './close-gaps.js';
 import { closeNotConsumed, countOpenGaps, explainOpenGaps, openGapOutline, openGapTypes, recoverGapsReceivedLater } from './gap-queries.js';
 import { proveCompleteness, type EndpointEvidence } from './completeness.js';
+import { completenessOf } from './completeness-queries.js';
 import type { GapScope } from './gap-queries.js';
 import { rereadFiles } from './reread.js';
 import { currentRun, knownEndpointIds, startRun, finishRun } from './state-queries.js';
@@ -214,7 +215,8 @@ async function walkEndpoints(
     evidence.push({ endpointId, horizon, pendingPin: risk.pin });
 
     progress.phase = 'dead-deliveries';
-    const walked = await walkDeadDeliveries(db, api, endpointId, { ...options, logger, progress, plane });
+    const examineFrom = (await completenessOf(db, plane, [endpointId])).get(endpointId)?.complete_through ?? null;
+    const walked = await walkDeadDeliveries(db, api, endpointId, { ...options, logger, progress, plane, examineFrom });
     summary.pages += walked.pages;
     summary.deliveries_scanned += walked.scanned;
     summary.deliveries_skipped += walked.skipped;
