@@ -5,6 +5,7 @@ import { createApiClient } from '../../src/client/client.js';
 import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
+import { ignoreGap } from '../../src/reconciler/gap-queries.js';
 import { createReconciler } from '../../src/reconciler/reconcile.js';
 import type { ReconcileOptions, ReconcileSummary } from '../../src/reconciler/types.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
@@ -175,5 +176,62 @@ describe('completeness watermark and pending deliveries', () => {
     expect(await metrics.registry.getSingleMetricAsString('postroom_reconcile_deliveries_at_risk')).toContain(
       'postroom_reconcile_deliveries_at_risk 1',
     );
+  }, 60_000);
+});
+
+describe('completeness watermark and a delivery older than the walk overlap', () => {
+  let store: TestStore;
+  let sandbox: Sandbox;
+  let at = Date.now();
+
+  beforeAll(async () => {
+    store = await openDefaultTestStore();
+    // The sandbox stamps its records with this clock: deliveries can be made days apart.
+    sandbox = await startSandbox({ allowPrivateTargets: true, seed: 6505, clock: { now: () => at } });
+  }, 60_000);
+
+  afterAll(async () => {
+    await sandbox?.close();
+    await store?.cleanup();
+  });
+
+  it('a dead delivery created after the watermark but long before the last walk still pins it', async () => {
+    const day = 86_400_000;
+    const now = Date.now();
+    const ep = await sandbox.control.registerEndpoint({ url: `http://127.0.0.1:${await freePort()}/webhooks` });
+    const reconciler = createReconciler({
+      db: store.db,
+      api: createApiClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey }),
+      logger: silentLogger(),
+      clock: systemClock,
+      defaults: { watermarkSettleMs: 0, consumedTypes: CONSUMED },
+    });
+    const run = async (): Promise<ReconcileSummary> => {
+      const r = await reconciler.run();
+      if (!r.ran) throw new Error('another run holds the lock');
+      return r.summary;
+    };
+    const seedDead = (createdAt: number): void => {
+      at = createdAt;
+      sandbox.control.seedDeliveries({ endpointId: ep.endpoint_id, count: 1, status: 'dead', eventType: 'campaign.status_changed' });
+    };
+
+    // An open gap 20 days ago pins the watermark there; a later walk sees a dead delivery a day ago.
+    seedDead(now - 20 * day);
+    expect((await run()).complete_through[ep.endpoint_id]).toBe(new Date(now - 20 * day).toISOString());
+    seedDead(now - day);
+    await run();
+    // A delivery from 10 days ago shows up dead only now: before the last walk less its week of overlap, but
+    // after the watermark. It becomes a gap.
+    seedDead(now - 10 * day);
+    const third = await run();
+    expect(third.gaps_found).toBe(1);
+
+    // Once the oldest gap is closed, the watermark stops at the one from 10 days ago, not past it.
+    const oldest = await store.db.query<{ gap_id: number }>(
+      'SELECT gap_id::int AS gap_id FROM reconcile_gaps ORDER BY delivery_created_at LIMIT 1',
+    );
+    await ignoreGap(store.db, oldest.rows[0]!.gap_id, 'checked with the service');
+    expect((await run()).complete_through[ep.endpoint_id]).toBe(new Date(now - 10 * day).toISOString());
   }, 60_000);
 });
