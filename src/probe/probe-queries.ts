@@ -12,7 +12,7 @@ export async function startProbe(
 ): Promise<{ probeId: number } | { skipped: 'in_flight' | 'too_soon' }> {
   await q.query(
     `UPDATE probe_runs SET finished_at = now(), outcome = 'never_delivered', detail = 'the probing process stopped before the probe finished'
-     WHERE plane = $1 AND endpoint_id = $2 AND finished_at IS NULL AND requested_at < now() - make_interval(secs => $3::double precision / 1000)`,
+     WHERE plane = $1 AND endpoint_id = $2 AND finished_at IS NULL AND requested_at <= now() - make_interval(secs => $3::double precision / 1000)`,
     [p.plane, p.endpointId, p.staleMs],
   );
   const res = await q.query<{ probe_id: number }>(
@@ -29,7 +29,7 @@ export async function startProbe(
     p.plane,
     p.endpointId,
   ]);
-  return { skipped: inFlight.rowCount > 0 ? 'in_flight' : 'too_soon' };
+  return { skipped: inFlight.rows.length > 0 ? 'in_flight' : 'too_soon' };
 }
 
 /** The event the service named for a probe, so the worker can tell it apart. */

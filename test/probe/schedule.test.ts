@@ -57,7 +57,7 @@ describe('the scheduled probe', () => {
     // The minimum interval between probes of an endpoint (10 s) lets the first tick probe and the others skip.
     for (let i = 0; i < 200; i++) {
       const done = await store.db.query(`SELECT 1 FROM probe_runs WHERE outcome = 'ok'`);
-      if (done.rowCount > 0) break;
+      if (done.rows.length > 0) break;
       await new Promise((r) => setTimeout(r, 25));
     }
     for (const c of components) await c.stop(2000);
