@@ -3,6 +3,8 @@ import { inboxStatusCounts } from '../inbox/read-queries.js';
 import { storeSizing } from '../inbox/count-queries.js';
 import { INBOX_STATUSES } from '../inbox/types.js';
 import { countOpenGaps, countAtRiskFromLastRun, lastSuccessfulRun } from '../reconciler/state-gauges.js';
+import { listCompleteness } from '../reconciler/completeness-queries.js';
+import { latestProbes } from '../probe/probe-queries.js';
 import type { Metrics } from '../metrics/metrics.js';
 
 /**
@@ -45,6 +47,18 @@ async function read(metrics: Metrics, db: Db): Promise<void> {
   const last = await lastSuccessfulRun(db);
   metrics.reconcileLastSuccess.set(last ? Math.floor(last.getTime() / 1000) : 0);
   metrics.reconcileAtRisk.set(await countAtRiskFromLastRun(db));
+  const marks = await listCompleteness(db, 200);
+  metrics.completeThrough.reset();
+  for (const m of marks)
+    metrics.completeThrough.set({ plane: m.plane, endpoint: m.endpoint_id }, Math.floor(m.complete_through.getTime() / 1000));
+  const probes = await latestProbes(db, 200);
+  metrics.probeUp.reset();
+  metrics.probeLastSuccess.reset();
+  for (const p of probes) {
+    const labels = { plane: p.plane, endpoint: p.endpoint_id };
+    metrics.probeUp.set(labels, p.outcome === 'ok' ? 1 : 0);
+    metrics.probeLastSuccess.set(labels, p.last_ok_at ? Math.floor(p.last_ok_at.getTime() / 1000) : 0);
+  }
   const sizing = await storeSizing(db);
   if (sizing) {
     metrics.storeEventIdIndexBytes.set(sizing.indexBytes);

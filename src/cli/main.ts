@@ -10,6 +10,7 @@ import { registerEndpointsCommands } from './commands/endpoints.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerInboxCommands } from './commands/inbox.js';
 import { registerCorrespondenceCommands } from './commands/correspondence.js';
+import { registerProbeCommand } from './commands/probe.js';
 import { registerReconcileCommands } from './commands/reconcile.js';
 import { registerConsoleCommand } from './commands/console.js';
 import { registerMigrateCommand } from './commands/migrate.js';
@@ -25,6 +26,7 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerInboxCommands,
   registerCorrespondenceCommands,
   registerReconcileCommands,
+  registerProbeCommand,
   registerConsoleCommand,
   registerEndpointsCommands,
   registerDeliveriesCommands,

@@ -4,6 +4,7 @@ import { ConfigError } from '../errors.js';
 import { PG_DEFAULTS } from '../db/defaults.js';
 import { DEFAULT_SCHEMA, isValidSchemaName } from '../db/schema.js';
 import { INGRESS_DEFAULTS } from '../ingress/defaults.js';
+import { PROBE_DEFAULTS } from '../probe/defaults.js';
 import { RECONCILE_DEFAULTS } from '../reconciler/defaults.js';
 import { SIGNED_PAYLOAD_SCHEMES, type SignedPayloadScheme } from '../signature/index.js';
 import type { Env } from './env.js';
@@ -104,6 +105,8 @@ export interface Config {
   reconcileConsumedTypes: string[];
   /** How far a dead delivery's time may lie from the change a re-read shows. */
   reconcileMatchWindowMs: number;
+  /** The live probe on `serve`'s leader: every this many ms (0: off), each waiting up to timeoutMs; the live plane only when `live`. */
+  probe: { intervalMs: number; timeoutMs: number; live: boolean };
   metricsPort: number | undefined;
   shutdownTimeoutMs: number;
   console: ConsoleConfig;
@@ -192,10 +195,25 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     reconcileConsumedTypes: list(env, 'POSTROOM_RECONCILE_CONSUMED_TYPES'),
     reconcileMatchWindowMs:
       int(env, 'POSTROOM_RECONCILE_MATCH_WINDOW_SECONDS', RECONCILE_DEFAULTS.matchWindowMs / 1000, { min: 1, max: 86_400 }) * 1000,
+    probe: loadProbeConfig(env),
     metricsPort: metricsPortRaw === undefined ? undefined : int(env, 'POSTROOM_METRICS_PORT', 0, { min: 1, max: 65535 }),
     shutdownTimeoutMs: int(env, 'POSTROOM_SHUTDOWN_TIMEOUT_MS', 20_000, { min: 100, max: 600_000 }),
     heapGrowingPercent: int(env, 'POSTROOM_HEAP_GROWING_PERCENT', 100, { min: 0, max: 300 }),
     console: loadConsoleConfig(env, cwd),
+  };
+}
+
+function loadProbeConfig(env: Env): Config['probe'] {
+  const intervalSeconds = int(env, 'POSTROOM_PROBE_INTERVAL_SECONDS', 0, { min: 0, max: 86_400 });
+  if (intervalSeconds > 0 && intervalSeconds * 1000 < PROBE_DEFAULTS.scheduleMinIntervalMs)
+    throw new ConfigError(
+      'POSTROOM_PROBE_INTERVAL_SECONDS',
+      `expected 0 (no scheduled probe) or at least ${PROBE_DEFAULTS.scheduleMinIntervalMs / 1000} seconds: each probe makes the service send an event`,
+    );
+  return {
+    intervalMs: intervalSeconds * 1000,
+    timeoutMs: int(env, 'POSTROOM_PROBE_TIMEOUT_SECONDS', PROBE_DEFAULTS.timeoutMs / 1000, { min: 1, max: 600 }) * 1000,
+    live: oneOf(env, 'POSTROOM_PROBE_LIVE', ['true', 'false'], 'false') === 'true',
   };
 }
 

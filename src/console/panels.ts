@@ -1,4 +1,6 @@
 import type { Queryable } from '../db/types.js';
+import { latestProbes } from '../probe/probe-queries.js';
+import { listCompleteness } from '../reconciler/completeness-queries.js';
 import { walkWatermarks } from '../reconciler/state-queries.js';
 
 /**
@@ -33,8 +35,29 @@ export const walkPanel: PanelSource = async (q) => {
   };
 };
 
-/**
- * The overview's table panels, in order. A completeness watermark or probe status per endpoint is one
- * more source here: a query function returning its rows, shown when it returns some.
- */
-export const OVERVIEW_PANELS: readonly PanelSource[] = [walkPanel];
+/** Each endpoint's completeness watermark, most lagging first, with the run that proved it. */
+export const completenessPanel: PanelSource = async (q) => {
+  const rows = await listCompleteness(q, 50);
+  if (rows.length === 0) return undefined;
+  return {
+    title: 'Complete through, per endpoint',
+    columns: ['endpoint', 'plane', 'complete through', 'proved by run', 'proved'],
+    rows: rows.map((r) => [r.endpoint_id, r.plane, r.complete_through, r.run_id, r.proved_at]),
+    note: 'Every delivery the service created for the endpoint before "complete through" is in the inbox or a gap closed with evidence.',
+  };
+};
+
+/** The last end-to-end probe of each endpoint: its outcome, round trip, and when one last succeeded. */
+export const probePanel: PanelSource = async (q) => {
+  const rows = await latestProbes(q, 50);
+  if (rows.length === 0) return undefined;
+  return {
+    title: 'Probe per endpoint',
+    columns: ['endpoint', 'plane', 'last probe', 'finished', 'round trip (ms)', 'last success', 'detail'],
+    rows: rows.map((r) => [r.endpoint_id, r.plane, r.outcome, r.finished_at, r.round_trip_ms, r.last_ok_at, r.detail]),
+    note: 'webhook.test sent through the endpoint until postroom stored it (`postroom probe`); a failure names the step that failed.',
+  };
+};
+
+/** The overview's table panels, in order: each a query function returning its rows, shown when it returns some. */
+export const OVERVIEW_PANELS: readonly PanelSource[] = [completenessPanel, probePanel, walkPanel];

@@ -48,6 +48,7 @@ export function createMetrics(options: MetricsOptions = {}) {
     ...ingressMetrics(r),
     ...workerMetrics(r),
     ...reconcileMetrics(r),
+    ...probeMetrics(r),
     ...storeMetrics(r),
     ...apiMetrics(r),
   };
@@ -191,6 +192,45 @@ function reconcileMetrics(r: Registry[]) {
     reconcileAtRisk: new Gauge({
       name: 'postroom_reconcile_deliveries_at_risk',
       help: 'Pending deliveries older than the threshold at the last completed reconcile run.',
+      registers: r,
+    }),
+    // One series per plane and endpoint, at most 200 of them (the most lagging, src/app/store-gauges.ts): bounded.
+    completeThrough: new Gauge({
+      name: 'postroom_complete_through_timestamp_seconds',
+      help:
+        'Completeness watermark per endpoint (Unix time): every delivery the service created for it before then is in the inbox ' +
+        'or a gap closed with evidence, and none is still pending past the at-risk age (proved by the reconciler; from the database).',
+      labelNames: ['plane', 'endpoint'],
+      registers: r,
+    }),
+  };
+}
+
+/** The live end-to-end probe (src/probe). Labels bounded: outcomes are a fixed set, endpoints at most 200. */
+function probeMetrics(r: Registry[]) {
+  return {
+    probeRuns: new Counter({
+      name: 'postroom_probe_runs_total',
+      help: 'Probes of an endpoint by outcome: ok, or the step that failed (api_refused, never_delivered, signature_refused, not_stored), or skipped.',
+      labelNames: ['outcome'],
+      registers: r,
+    }),
+    probeRoundTrip: new Histogram({
+      name: 'postroom_probe_round_trip_seconds',
+      help: 'From asking the service for webhook.test to postroom having verified and stored it (successful probes).',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: r,
+    }),
+    probeUp: new Gauge({
+      name: 'postroom_probe_up',
+      help: "1 when an endpoint's last finished probe succeeded, 0 when it failed (from the database).",
+      labelNames: ['plane', 'endpoint'],
+      registers: r,
+    }),
+    probeLastSuccess: new Gauge({
+      name: 'postroom_probe_last_success_timestamp_seconds',
+      help: "Unix time an endpoint's last successful probe finished (from the database; 0 if none).",
+      labelNames: ['plane', 'endpoint'],
       registers: r,
     }),
   };

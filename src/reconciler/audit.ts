@@ -1,5 +1,6 @@
 import type { ApiClient } from '../client/client.js';
 import type { Db } from '../db/types.js';
+import { storedCompleteThrough } from './completeness.js';
 import { RECONCILE_DEFAULTS } from './defaults.js';
 import { eventIdsInInbox } from './state-queries.js';
 
@@ -11,6 +12,8 @@ export interface AuditResult {
   missing_count: number;
   /** Events the service believes delivered that postroom does not have (first 100). */
   missing: Array<{ event_id: string; event_type: string; endpoint_id: string; delivery_id: string; delivered_at: string | null }>;
+  /** Each endpoint's completeness watermark as the reconciler last proved it (null: none yet). */
+  complete_through: Record<string, string | null>;
   duration_ms: number;
 }
 
@@ -31,6 +34,7 @@ export async function auditDelivered(
     in_window: 0,
     missing_count: 0,
     missing: [],
+    complete_through: {},
     duration_ms: 0,
   };
   for (const endpointId of options.endpoints) {
@@ -68,6 +72,7 @@ export async function auditDelivered(
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
   }
+  result.complete_through = await storedCompleteThrough(db, api.plane, options.endpoints);
   result.duration_ms = Date.now() - started;
   return result;
 }

@@ -2,7 +2,7 @@ import type { Db } from '../db/types.js';
 import { eventTypeTraits } from '../events/type-table.js';
 import { CORRESPONDENCE_SCOPED_TYPES } from './dead-deliveries.js';
 import { explanationsOf, insertExplanations, usedExplanationIds, type ExplanationWindow } from './explanation-queries.js';
-import { closeGapWithEvidence, openGapsToMatch } from './gap-queries.js';
+import { closeGapWithEvidence, openGapsToMatch, type GapScope } from './gap-queries.js';
 import { candidateFiles, matchGaps } from './match.js';
 import type { Explanation } from './synthetic.js';
 
@@ -41,11 +41,13 @@ export async function closeExplainedGaps(
     source: 'listing' | 'known';
     /** Files whose re-read failed in this run: any of them may be an unnamed gap's own file. */
     failedCount: number;
+    /** Only gaps of the plane whose files were re-read (every open gap when left out). */
+    scope?: GapScope;
   },
 ): Promise<{ recovered: number; stateSynced: number }> {
   const out = { recovered: 0, stateSynced: 0 };
   if (p.rereadIds.length === 0) return out;
-  const all = await openGapsToMatch(db, CORRESPONDENCE_SCOPED_TYPES, p.seenBefore);
+  const all = await openGapsToMatch(db, CORRESPONDENCE_SCOPED_TYPES, p.seenBefore, p.scope);
   // A failed re-read may be the very file an unnamed gap is about: pairing it with another file's change now
   // could close it while its own change was never seen. It waits for the next run (its reason says so).
   const gaps = p.failedCount > 0 ? all.filter((g) => g.correspondence_id !== null) : all;

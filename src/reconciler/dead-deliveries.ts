@@ -42,21 +42,34 @@ export interface WalkTotals {
 /**
  * Pass 1 for one endpoint: every dead delivery whose event is not in the inbox
  * becomes a gap. The list has no time filter and no promised order, so the whole
- * list is walked; records older than the watermark minus the overlap were
- * examined by an earlier complete walk and are only counted. Progress is saved
+ * list is walked; records older than both the watermark minus the overlap and the
+ * completeness watermark were examined by an earlier complete walk and are only counted. Progress is saved
  * after each page so a killed run resumes where it stopped.
  */
 export async function walkDeadDeliveries(
   db: Db,
   api: ReconcilerApi,
   endpointId: string,
-  options: ReconcileOptions & { logger: Logger; progress: ReconcileProgress },
+  options: ReconcileOptions & {
+    logger: Logger;
+    progress: ReconcileProgress;
+    plane?: string;
+    /**
+     * The endpoint's completeness watermark: a record created at or after it is examined whatever the overlap,
+     * so a delivery pending for longer than the overlap that dies later still becomes a gap and pins it
+     * (it was pending at the last proof, so it lies after the watermark).
+     */
+    examineFrom?: Date | null;
+  },
 ): Promise<WalkTotals> {
   const status = 'dead';
   const dryRun = options.dryRun ?? false;
   const overlapMs = options.overlapMs ?? RECONCILE_DEFAULTS.overlapMs;
   const mark = await getWatermark(db, endpointId, status);
-  const skipBefore = mark.watermark ? mark.watermark.getTime() - overlapMs : -Infinity;
+  const skipBefore = Math.min(
+    mark.watermark ? mark.watermark.getTime() - overlapMs : -Infinity,
+    options.examineFrom?.getTime() ?? Infinity,
+  );
   const since = options.since?.getTime() ?? -Infinity;
   let cursor: string | undefined = mark.resumeCursor ?? undefined;
   let maxSeen: Date | null = mark.resumeMaxSeen;
@@ -105,6 +118,7 @@ export async function walkDeadDeliveries(
         deliveryCreatedAt: Number.isNaN(Date.parse(d.created_at)) ? null : d.created_at,
         lastError: (d.last_error ?? '').slice(0, 2000),
         correspondenceId: deliveryCorrespondenceId(d),
+        plane: options.plane ?? null,
         reason: isCorrespondenceScoped(d.event_type)
           ? null
           : `no resource to re-read for ${d.event_type} through the API: confirm with the service or ignore`,
@@ -129,15 +143,26 @@ export async function walkDeadDeliveries(
   return totals;
 }
 
-/** Pending deliveries older than the threshold: not yet missed, but at risk. */
+/**
+ * Pending deliveries older than the threshold: not yet missed, but at risk. Also the earliest pending delivery
+ * that holds the completeness watermark back (`pin`): one older than the threshold, or one whose event is not in
+ * the inbox yet (a delivery not received is not complete, however young). A pending delivery of a type sent only
+ * on request is nothing the organisation misses. A record without a readable time pins at the epoch.
+ */
 export async function findAtRisk(
   api: ReconcilerApi,
   endpointId: string,
   olderThan: Date,
   pageSize: number,
-): Promise<{ count: number; sample: Array<{ delivery_id: string; event_id: string; endpoint_id: string; created_at: string }> }> {
+  db?: Db,
+): Promise<{
+  count: number;
+  sample: Array<{ delivery_id: string; event_id: string; endpoint_id: string; created_at: string }>;
+  pin: Date | null;
+}> {
   let cursor: string | undefined;
   let count = 0;
+  let pin: number | null = null;
   const sample: Array<{ delivery_id: string; event_id: string; endpoint_id: string; created_at: string }> = [];
   do {
     const page = await api.webhookDeliveries.list({
@@ -146,7 +171,16 @@ export async function findAtRisk(
       limit: pageSize,
       ...(cursor ? { cursor } : {}),
     });
+    const received = db
+      ? await eventIdsInInbox(
+          db,
+          page.items.map((d) => d.event_id),
+        )
+      : new Set<string>();
     for (const d of page.items) {
+      const created = Date.parse(d.created_at);
+      const at = Number.isNaN(created) ? 0 : created;
+      if (!isOnRequest(d.event_type) && (at < olderThan.getTime() || !received.has(d.event_id))) pin = Math.min(pin ?? at, at);
       if (Date.parse(d.created_at) < olderThan.getTime()) {
         count++;
         if (sample.length < 20)
@@ -155,5 +189,5 @@ export async function findAtRisk(
     }
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
-  return { count, sample };
+  return { count, sample, pin: pin === null ? null : new Date(pin) };
 }

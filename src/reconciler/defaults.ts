@@ -9,6 +9,7 @@ export const RECONCILE_DEFAULTS: {
   readonly overlapMs: number;
   readonly listingOverlapMs: number;
   readonly atRiskAfterMs: number;
+  readonly watermarkSettleMs: number;
   readonly rereadConcurrency: number;
   readonly matchWindowMs: number;
 } = Object.freeze({
@@ -22,6 +23,8 @@ export const RECONCILE_DEFAULTS: {
   listingOverlapMs: 15 * 60_000,
   /** Pending deliveries older than this are reported at risk. */
   atRiskAfterMs: 15 * 60_000,
+  /** The completeness watermark stays this far behind the start of the walk that proves it (clock skew). */
+  watermarkSettleMs: 60_000,
   /** Re-reads in flight. */
   rereadConcurrency: 8,
   /** How far a delivery's time may lie from the change a re-read shows. */

@@ -30,6 +30,27 @@ export interface NewGap {
   lastError: string;
   correspondenceId: string | null;
   reason: string | null;
+  /** The plane of the key whose walk found it (null when unknown). */
+  plane?: string | null;
+}
+
+/**
+ * Which open gaps a run's evidence may touch: those its own plane's key found, and those recorded without a
+ * plane whose endpoint the run walked. A database may serve both planes; a re-read with one plane's key says
+ * nothing about the other plane's events.
+ */
+export interface GapScope {
+  plane: string;
+  endpoints: readonly string[];
+}
+
+/** The SQL condition for a scope, with its two parameters numbered from `first`; TRUE without a scope. */
+function scopeCondition(scope: GapScope | undefined, first: number): { sql: string; params: unknown[] } {
+  if (!scope) return { sql: 'TRUE', params: [] };
+  return {
+    sql: `(plane = $${first} OR (plane IS NULL AND endpoint_id = ANY($${first + 1}::text[])))`,
+    params: [scope.plane, [...scope.endpoints]],
+  };
 }
 
 const GAP_COLUMNS = `gap_id::int AS gap_id, event_id, event_type, endpoint_id, delivery_id, delivery_created_at, last_error,
@@ -39,10 +60,11 @@ const GAP_COLUMNS = `gap_id::int AS gap_id, event_id, event_type, endpoint_id, d
 export async function upsertGaps(q: Queryable, gaps: readonly NewGap[]): Promise<number> {
   if (gaps.length === 0) return 0;
   const res = await q.query<{ inserted: boolean }>(
-    `INSERT INTO reconcile_gaps (event_id, event_type, endpoint_id, delivery_id, delivery_created_at, last_error, correspondence_id, reason)
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[], $8::text[])
+    `INSERT INTO reconcile_gaps (event_id, event_type, endpoint_id, delivery_id, delivery_created_at, last_error, correspondence_id, reason, plane)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[], $8::text[], $9::text[])
      ON CONFLICT (event_id) DO UPDATE SET last_seen_at = now(),
-       correspondence_id = COALESCE(reconcile_gaps.correspondence_id, EXCLUDED.correspondence_id)
+       correspondence_id = COALESCE(reconcile_gaps.correspondence_id, EXCLUDED.correspondence_id),
+       plane = COALESCE(reconcile_gaps.plane, EXCLUDED.plane)
      RETURNING (xmax = 0) AS inserted`,
     [
       gaps.map((g) => g.eventId),
@@ -53,6 +75,7 @@ export async function upsertGaps(q: Queryable, gaps: readonly NewGap[]): Promise
       gaps.map((g) => g.lastError),
       gaps.map((g) => g.correspondenceId),
       gaps.map((g) => g.reason),
+      gaps.map((g) => g.plane ?? null),
     ],
   );
   return res.rows.filter((r) => r.inserted).length;
@@ -74,14 +97,17 @@ export async function recoverGapsReceivedLater(q: Queryable, runId: number | nul
 export async function openGapOutline(
   q: Queryable,
   types: readonly string[],
+  scope?: GapScope,
 ): Promise<{ earliestDelivery: Date | null; correspondenceIds: string[] }> {
+  const inScope = scopeCondition(scope, 2);
   const first = await q.query<{ earliest: Date | null }>(
-    `SELECT min(delivery_created_at) AS earliest FROM reconcile_gaps WHERE status = 'open' AND event_type = ANY($1::text[])`,
-    [types],
+    `SELECT min(delivery_created_at) AS earliest FROM reconcile_gaps WHERE status = 'open' AND event_type = ANY($1::text[]) AND ${inScope.sql}`,
+    [types, ...inScope.params],
   );
   const ids = await q.query<{ correspondence_id: string }>(
-    `SELECT DISTINCT correspondence_id FROM reconcile_gaps WHERE status = 'open' AND correspondence_id IS NOT NULL AND event_type = ANY($1::text[])`,
-    [types],
+    `SELECT DISTINCT correspondence_id FROM reconcile_gaps
+     WHERE status = 'open' AND correspondence_id IS NOT NULL AND event_type = ANY($1::text[]) AND ${inScope.sql}`,
+    [types, ...inScope.params],
   );
   return { earliestDelivery: first.rows[0]?.earliest ?? null, correspondenceIds: ids.rows.map((r) => r.correspondence_id) };
 }
@@ -91,11 +117,13 @@ export async function openGapsToMatch(
   q: Queryable,
   types: readonly string[],
   seenBefore: Date,
+  scope?: GapScope,
 ): Promise<Array<{ gap_id: number; event_type: string; delivery_created_at: Date | null; correspondence_id: string | null }>> {
+  const inScope = scopeCondition(scope, 3);
   const res = await q.query<{ gap_id: number; event_type: string; delivery_created_at: Date | null; correspondence_id: string | null }>(
     `SELECT gap_id::int AS gap_id, event_type, delivery_created_at, correspondence_id FROM reconcile_gaps
-     WHERE status = 'open' AND event_type = ANY($1::text[]) AND first_seen_at <= $2 ORDER BY gap_id`,
-    [types, seenBefore],
+     WHERE status = 'open' AND event_type = ANY($1::text[]) AND first_seen_at <= $2 AND ${inScope.sql} ORDER BY gap_id`,
+    [types, seenBefore, ...inScope.params],
   );
   return res.rows;
 }
@@ -158,10 +186,18 @@ export async function closeNotConsumed(q: Queryable, types: readonly string[], r
 }
 
 /** Says why open gaps of these types are still open (without touching ones already saying it). */
-export async function explainOpenGaps(q: Queryable, types: readonly string[], reason: string, gapIds?: readonly number[]): Promise<void> {
+export async function explainOpenGaps(
+  q: Queryable,
+  types: readonly string[],
+  reason: string,
+  gapIds?: readonly number[],
+  scope?: GapScope,
+): Promise<void> {
+  const inScope = scopeCondition(scope, 4);
   await q.query(
-    `UPDATE reconcile_gaps SET reason = $2 WHERE status = 'open' AND event_type = ANY($1::text[]) AND reason IS DISTINCT FROM $2 AND ($3::bigint[] IS NULL OR gap_id = ANY($3::bigint[]))`,
-    [types, reason, gapIds ?? null],
+    `UPDATE reconcile_gaps SET reason = $2 WHERE status = 'open' AND event_type = ANY($1::text[]) AND reason IS DISTINCT FROM $2
+       AND ($3::bigint[] IS NULL OR gap_id = ANY($3::bigint[])) AND ${inScope.sql}`,
+    [types, reason, gapIds ?? null, ...inScope.params],
   );
 }
 

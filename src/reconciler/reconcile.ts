@@ -11,6 +11,9 @@ import { RECONCILE_DEFAULTS } from './defaults.js';
 import { CORRESPONDENCE_SCOPED_TYPES, findAtRisk, walkDeadDeliveries } from './dead-deliveries.js';
 import { closeExplainedGaps } from './close-gaps.js';
 import { closeNotConsumed, countOpenGaps, explainOpenGaps, openGapOutline, openGapTypes, recoverGapsReceivedLater } from './gap-queries.js';
+import { proveCompleteness, type EndpointEvidence } from './completeness.js';
+import { completenessOf } from './completeness-queries.js';
+import type { GapScope } from './gap-queries.js';
 import { rereadFiles } from './reread.js';
 import { currentRun, knownEndpointIds, startRun, finishRun } from './state-queries.js';
 import type { ReconcileOptions, ReconcileProgress, ReconcileSummary } from './types.js';
@@ -92,9 +95,10 @@ async function runLocked(deps: RunDeps, holder: string, options: ReconcileOption
     gaps_found: 0,
     correspondences_reread: 0,
   };
+  const plane = deps.api.plane ?? 'default';
   try {
-    summary.endpoints = await endpointsToWalk(deps, options);
-    const earliestGap = await walkEndpoints(deps, options, summary, progress);
+    summary.endpoints = await endpointsToWalk(deps, options, plane);
+    const { earliestGap, evidence } = await walkEndpoints(deps, options, summary, progress, plane);
     if (!dryRun) summary.gaps_recovered += await recoverGapsReceivedLater(db, runId);
 
     // Types nothing consumes close as not_consumed: an outage where nothing needed was lost ends clean.
@@ -106,7 +110,8 @@ async function runLocked(deps: RunDeps, holder: string, options: ReconcileOption
         runId,
       );
 
-    await rereadAndClose(deps, options, summary, progress, earliestGap);
+    await rereadAndClose(deps, options, summary, progress, earliestGap, { plane, endpoints: summary.endpoints });
+    summary.complete_through = await completeThrough(deps, { plane, runId, dryRun, evidence, since: options.since });
     summary.gaps_open = dryRun ? summary.gaps_found : await countOpenGaps(db);
     summary.outcome = summary.gaps_open > 0 ? 'gaps_open' : 'clean';
     summary.duration_ms = clock.now() - started;
@@ -114,6 +119,8 @@ async function runLocked(deps: RunDeps, holder: string, options: ReconcileOption
     metrics?.reconcileRuns.inc({ outcome: summary.outcome });
     metrics?.reconcileDuration.observe(summary.duration_ms / 1000);
     if (!dryRun) {
+      for (const [endpoint, through] of Object.entries(summary.complete_through))
+        if (through) metrics?.completeThrough.set({ plane, endpoint }, Math.floor(Date.parse(through) / 1000));
       metrics?.reconcileGapsOpen.set(summary.gaps_open);
       metrics?.reconcileLastSuccess.set(Math.floor(clock.now() / 1000));
     }
@@ -144,6 +151,7 @@ function emptySummary(runId: number | null, dryRun: boolean): ReconcileSummary {
     gaps_open: 0,
     reread_source: 'listing',
     at_risk: { count: 0, sample: [] },
+    complete_through: {},
     correspondences_reread: 0,
     reread_failures: [],
     synthetic_events_written: 0,
@@ -152,9 +160,9 @@ function emptySummary(runId: number | null, dryRun: boolean): ReconcileSummary {
   };
 }
 
-async function endpointsToWalk(deps: RunDeps, options: ReconcileOptions): Promise<string[]> {
+async function endpointsToWalk(deps: RunDeps, options: ReconcileOptions, plane: string): Promise<string[]> {
   if (options.endpoints?.length) return options.endpoints;
-  const known = await knownEndpointIds(deps.db);
+  const known = await knownEndpointIds(deps.db, plane);
   if (known.length) return known;
   // Nothing recorded locally (secrets configured by hand): ask the service which endpoints exist.
   const ids: string[] = [];
@@ -162,37 +170,60 @@ async function endpointsToWalk(deps: RunDeps, options: ReconcileOptions): Promis
   return ids;
 }
 
-/** Pass 1, endpoint by endpoint: dead deliveries become gaps, and pending ones are counted at risk. The earliest gap's delivery time. */
+/**
+ * The watermark of each endpoint walked: proved and stored from this run's evidence, or (a dry run, which
+ * records no gap) the stored one.
+ */
+async function completeThrough(
+  deps: RunDeps,
+  p: { plane: string; runId: number | null; dryRun: boolean; evidence: EndpointEvidence[]; since: Date | undefined },
+): Promise<Record<string, string | null>> {
+  const planeEndpoints = new Set<string>();
+  if (!p.dryRun) for await (const e of deps.api.webhookEndpoints.iterate({ limit: 100 })) planeEndpoints.add(e.endpoint_id);
+  return proveCompleteness(deps.db, { plane: p.plane, runId: p.runId, evidence: p.evidence, planeEndpoints, since: p.since });
+}
+
+/**
+ * Pass 1, endpoint by endpoint: pending deliveries are counted at risk, then dead ones become gaps (pending
+ * first: what leaves pending during the walk is then dead or delivered for good, which the watermark relies on).
+ * The earliest gap's delivery time, and what each endpoint's walk proves for the watermark.
+ */
 async function walkEndpoints(
   deps: RunDeps,
   options: ReconcileOptions,
   summary: ReconcileSummary,
   progress: ReconcileProgress,
-): Promise<Date | null> {
+  plane: string,
+): Promise<{ earliestGap: Date | null; evidence: EndpointEvidence[] }> {
   const { db, api, logger, clock } = deps;
   let earliestGap: Date | null = null;
+  const evidence: EndpointEvidence[] = [];
   for (const endpointId of summary.endpoints) {
     progress.endpointId = endpointId;
-    const walked = await walkDeadDeliveries(db, api, endpointId, { ...options, logger, progress });
-    summary.pages += walked.pages;
-    summary.deliveries_scanned += walked.scanned;
-    summary.deliveries_skipped += walked.skipped;
-    summary.gaps_found += walked.gaps_found;
-    if (walked.earliestGapDelivery && (!earliestGap || walked.earliestGapDelivery < earliestGap)) earliestGap = walked.earliestGapDelivery;
-
     progress.phase = 'at-risk';
     options.onProgress?.(progress);
+    const horizon = new Date(clock.now() - (options.watermarkSettleMs ?? RECONCILE_DEFAULTS.watermarkSettleMs));
     const risk = await findAtRisk(
       api,
       endpointId,
       new Date(clock.now() - (options.atRiskAfterMs ?? RECONCILE_DEFAULTS.atRiskAfterMs)),
       options.pageSize ?? RECONCILE_DEFAULTS.pageSize,
+      db,
     );
     summary.at_risk.count += risk.count;
     summary.at_risk.sample.push(...risk.sample.slice(0, 20 - summary.at_risk.sample.length));
+    evidence.push({ endpointId, horizon, pendingPin: risk.pin });
+
     progress.phase = 'dead-deliveries';
+    const examineFrom = (await completenessOf(db, plane, [endpointId])).get(endpointId)?.complete_through ?? null;
+    const walked = await walkDeadDeliveries(db, api, endpointId, { ...options, logger, progress, plane, examineFrom });
+    summary.pages += walked.pages;
+    summary.deliveries_scanned += walked.scanned;
+    summary.deliveries_skipped += walked.skipped;
+    summary.gaps_found += walked.gaps_found;
+    if (walked.earliestGapDelivery && (!earliestGap || walked.earliestGapDelivery < earliestGap)) earliestGap = walked.earliestGapDelivery;
   }
-  return earliestGap;
+  return { earliestGap, evidence };
 }
 
 /**
@@ -205,13 +236,14 @@ async function rereadAndClose(
   summary: ReconcileSummary,
   progress: ReconcileProgress,
   earliestGap: Date | null,
+  scope: GapScope,
 ): Promise<void> {
   const { db, api, clock, logger } = deps;
   const dryRun = summary.dry_run;
   const runId = summary.run_id;
   progress.phase = 're-read';
   const matchWindowMs = options.matchWindowMs ?? RECONCILE_DEFAULTS.matchWindowMs;
-  const outline = await openGapOutline(db, CORRESPONDENCE_SCOPED_TYPES);
+  const outline = await openGapOutline(db, CORRESPONDENCE_SCOPED_TYPES, scope);
   // The database's clock, the one that stamped first_seen_at on the gaps: every re-read below comes after it.
   const rereadStarted = (await db.query<{ t: Date }>('SELECT now() AS t')).rows[0]!.t;
   const reread = await rereadFiles(
@@ -246,6 +278,7 @@ async function rereadAndClose(
     runId,
     source: reread.source,
     failedCount: reread.failures.length,
+    scope,
   });
   summary.gaps_recovered += closed.recovered;
   summary.gaps_state_synced += closed.stateSynced;
@@ -258,5 +291,7 @@ async function rereadAndClose(
       : reread.source === 'listing'
         ? `no file re-read in run ${runId} shows a change of this type at this delivery's time: check the event with the service, then \`postroom gaps ignore\``
         : 'the service offers no listing of changed files and no file postroom knows shows this change: record what you send (`postroom sent record`), check with the service, or ignore after checking',
+    undefined,
+    scope,
   );
 }

@@ -97,10 +97,14 @@ export async function lastSuccessfulRun(q: Queryable): Promise<Date | undefined>
   return res.rows[0]?.finished_at;
 }
 
-/** Endpoints postroom has stored (created or rotated through it), not deleted. */
-export async function knownEndpointIds(q: Queryable): Promise<string[]> {
+/**
+ * Endpoints postroom has stored (created or rotated through it), not deleted; with a plane, only that plane's
+ * and those stored without one (a key of one plane cannot see the other plane's deliveries).
+ */
+export async function knownEndpointIds(q: Queryable, plane?: string): Promise<string[]> {
   const res = await q.query<{ endpoint_id: string }>(
-    'SELECT endpoint_id FROM webhook_endpoints WHERE deleted_at IS NULL ORDER BY endpoint_id',
+    'SELECT endpoint_id FROM webhook_endpoints WHERE deleted_at IS NULL AND ($1::text IS NULL OR plane IS NULL OR plane = $1) ORDER BY endpoint_id',
+    [plane ?? null],
   );
   return res.rows.map((r) => r.endpoint_id);
 }

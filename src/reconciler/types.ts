@@ -29,6 +29,11 @@ export interface ReconcileOptions {
   atRiskAfterMs?: number;
   /** Dead deliveries created this long before the watermark are examined again. */
   overlapMs?: number;
+  /**
+   * The completeness watermark stays this far behind the moment the walk began: a delivery the service stamps
+   * with a clock behind postroom's, created after the walk, must not fall before a watermark already proved.
+   */
+  watermarkSettleMs?: number;
   pageSize?: number;
   rereadConcurrency?: number;
   /** The correspondence listing is walked again from this long before its watermark. */
@@ -71,6 +76,11 @@ export interface ReconcileSummary {
   /** How files were found: the service's listing of changed files, or (no listing) the files postroom knows. */
   reread_source: 'listing' | 'known';
   at_risk: { count: number; sample: Array<{ delivery_id: string; event_id: string; endpoint_id: string; created_at: string }> };
+  /**
+   * Each walked endpoint's completeness watermark after the run (ISO 8601; null when none is proved yet): every
+   * delivery created for it before that instant is in the inbox or a gap closed with evidence.
+   */
+  complete_through: Record<string, string | null>;
   correspondences_reread: number;
   reread_failures: Array<{ correspondence_id: string; error: string }>;
   synthetic_events_written: number;

@@ -1,4 +1,5 @@
 import type { Db, Queryable } from '../db/types.js';
+import { isProbeEvent } from './probe-events.js';
 import { describeError } from '../errors.js';
 import type { HandlerRegistry } from '../events/registry.js';
 import { validateEvent, type ValidatedEvent } from '../events/validate.js';
@@ -144,6 +145,8 @@ async function runOne<Api>(bc: BatchContext<Api>, tx: Queryable, entry: Entry, h
   if ((row.correspondence_id !== null && held.has(row.correspondence_id)) || bc.stopping() || giveBack) return release();
 
   const handlers = bc.registry.handlersFor(validated.kind, row.type);
+  if (handlers.length > 0 && row.type === 'webhook.test' && (await isProbeEvent(tx, row.event_id, row.received_at)))
+    return done({ status: 'processed', error: null, retryInMs: null, attemptsDelta: 0 });
   if (handlers.length === 0) {
     return done({ status: validated.kind === 'known' ? 'processed' : 'skipped', error: null, retryInMs: null, attemptsDelta: 0 });
   }

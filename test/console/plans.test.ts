@@ -10,13 +10,24 @@ import { explanationHistory } from '../../src/reconciler/explanation-queries.js'
 import { gapOfEvent, gapsOfCorrespondence, pageGaps } from '../../src/reconciler/gap-queries.js';
 import { getRun, listRuns, walkWatermarks } from '../../src/reconciler/state-queries.js';
 import { listAudit } from '../../src/console/audit-queries.js';
+import { latestProbes } from '../../src/probe/probe-queries.js';
+import { listCompleteness, openGapPin } from '../../src/reconciler/completeness-queries.js';
+import { isProbeEvent } from '../../src/worker/probe-events.js';
 import { adminUrl, openTestStore, type TestStore } from '../support/db.js';
 import { explain, type PlanNode } from '../support/plans.js';
 
 const pg = await adminUrl();
 
 /** Tables that grow with history: a page of the console reads none of them whole. */
-const GROWING = new Set(['inbox', 'reconcile_gaps', 'reconcile_runs', 'reconcile_explanations', 'console_audit', 'inbox_minutes']);
+const GROWING = new Set([
+  'inbox',
+  'reconcile_gaps',
+  'reconcile_runs',
+  'reconcile_explanations',
+  'console_audit',
+  'inbox_minutes',
+  'probe_runs',
+]);
 
 /**
  * Partial indexes over the rows that have not finished or need an operator: they grow with the backlog
@@ -137,6 +148,11 @@ describe.skipIf(!pg)('every console page is served by indexes', () => {
       await countReplayable(q, { status: 'quarantined', correspondenceId: 'cor_3', endpointId: 'ep_1' });
       await listAudit(q, { limit: 51 });
       await listAudit(q, { before: 100, limit: 51 });
+      await listCompleteness(q, 50);
+      await latestProbes(q, 50);
+      // Not console pages, but read on every reconcile run and for every webhook.test a handler would see.
+      await openGapPin(q, 'ep_1', new Date(Date.now() - 86_400_000));
+      await isProbeEvent(q, 'evt_12', new Date());
     });
     expect(plans.length).toBeGreaterThan(20);
     for (const p of plans) expect(unbounded(p.plan), p.sql).toEqual([]);

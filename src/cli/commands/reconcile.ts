@@ -4,6 +4,7 @@ import { systemClock } from '../../clock.js';
 import { auditDelivered } from '../../reconciler/audit.js';
 import { RECONCILE_DEFAULTS } from '../../reconciler/defaults.js';
 import { GAP_STATUSES, getGap, ignoreGap, listGaps, type GapStatus } from '../../reconciler/gap-queries.js';
+import { listCompleteness, type CompletenessMark } from '../../reconciler/completeness-queries.js';
 import { knownEndpointIds, recordSentCorrespondence, type LockHolder } from '../../reconciler/state-queries.js';
 import type { ReconcileSummary } from '../../reconciler/types.js';
 import { apiClientFor } from '../api.js';
@@ -161,10 +162,28 @@ function printSummary(ctx: CliContext, s: ReconcileSummary): void {
       `gaps not consumed    ${s.gaps_not_consumed}\n` +
       `gaps open            ${s.gaps_open}\n` +
       `at risk (pending)    ${s.at_risk.count}\n` +
+      completeThroughLines(s.complete_through) +
       `re-read              ${s.correspondences_reread}${s.reread_failures.length ? ` (${s.reread_failures.length} failed)` : ''} (${s.reread_source === 'listing' ? 'changed files from the service listing' : 'no listing: the files postroom knows'})\n` +
       `synthetic events     ${s.dry_run ? `${s.synthetic_events_planned} would be written` : `${s.synthetic_events_written} written`}\n` +
       `duration             ${(s.duration_ms / 1000).toFixed(1)} s\n` +
       (s.gaps_open ? `\nOpen gaps need a look: postroom gaps list --status open\n` : ''),
+  );
+}
+
+/** One line per endpoint: the instant before which every delivery is in the inbox or explained. */
+function completeThroughLines(marks: Record<string, string | null>): string {
+  return Object.entries(marks)
+    .map(([endpoint, at]) => `complete through     ${at ?? 'not proved yet'} (${endpoint})\n`)
+    .join('');
+}
+
+/** Above the gaps: how far each endpoint is proved complete, most lagging first. */
+function completenessHeader(marks: readonly CompletenessMark[]): string {
+  if (marks.length === 0) return 'complete through: not proved yet (run `postroom reconcile`)\n\n';
+  return (
+    marks
+      .map((m) => `complete through ${m.complete_through.toISOString()}  ${m.endpoint_id} (${m.plane}, proved by run ${m.run_id ?? '-'})\n`)
+      .join('') + '\n'
   );
 }
 
@@ -186,9 +205,13 @@ function registerGaps(program: Command, ctx: CliContext): void {
     .addHelpText('after', `\nExample:\n  $ postroom gaps list --status open --json`)
     .action(async (opts: { status?: string; limit: string; json?: boolean }) => {
       const status = opts.status === undefined ? undefined : parseChoice<GapStatus>('--status', opts.status, GAP_STATUSES);
-      const rows = await listGaps(await ctx.db(), { status, limit: parseCount('--limit', opts.limit, { min: 1, max: 10_000 }) });
+      const db = await ctx.db();
+      const rows = await listGaps(db, { status, limit: parseCount('--limit', opts.limit, { min: 1, max: 10_000 }) });
       if (opts.json) printJson(ctx.io, rows);
-      else printTable(ctx.io, rows, ['gap_id', 'status', 'event_type', 'event_id', 'endpoint_id', 'first_seen_at', 'reason']);
+      else {
+        ctx.io.stdout.write(completenessHeader(await listCompleteness(db, 50)));
+        printTable(ctx.io, rows, ['gap_id', 'status', 'event_type', 'event_id', 'endpoint_id', 'first_seen_at', 'reason']);
+      }
     });
 
   gaps
@@ -283,7 +306,7 @@ function registerAudit(program: Command, ctx: CliContext): void {
       const since = new Date(Date.now() - parseDuration('--since', opts.since));
       const api = await apiClientFor(ctx);
       const db = await ctx.db();
-      let endpoints = opts.endpoint ?? (await knownEndpointIds(db));
+      let endpoints = opts.endpoint ?? (await knownEndpointIds(db, api.plane));
       if (endpoints.length === 0) {
         endpoints = [];
         for await (const e of api.webhookEndpoints.iterate({ limit: 100 })) endpoints.push(e.endpoint_id);

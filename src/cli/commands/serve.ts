@@ -21,8 +21,10 @@ export type ComponentFactory = (
 async function serveComponents(role: Role): Promise<ComponentFactory[]> {
   const factories: ComponentFactory[] = [];
   if (role === 'all' || role === 'worker') factories.push((await import('../../app/worker-component.js')).workerComponentFactory);
-  if (role === 'all' || role === 'reconciler')
+  if (role === 'all' || role === 'reconciler') {
     factories.push((await import('../../app/reconciler-component.js')).reconcilerComponentFactory);
+    factories.push((await import('../../app/probe-component.js')).probeComponentFactory);
+  }
   return factories;
 }
 
