@@ -3,7 +3,7 @@ import { named } from '../db/statement.js';
 import { PostroomError } from '../errors.js';
 import { COPY_COLUMNS, encodeCopyRows, type CopyRow } from './copy-rows.js';
 import type { Queryable } from '../db/types.js';
-import { copyLockPrefix, flushLockKeys, int4Array, type FlushLockKeys, type FlushLockSeed } from './flush-locks.js';
+import { copyLocks, flushLockKeys, int4Array, type FlushLockKeys, type FlushLockSeed } from './flush-locks.js';
 import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
 
 /**
@@ -113,9 +113,8 @@ const COPY_LOCK_TIMEOUT = '50ms';
  * service's retries can make most flushes hold one, and each refused COPY would be
  * work thrown away; so after a refusal the writer inserts for a while (CopyChoice).
  */
-const COPY_SQL =
-  `SELECT set_config('lock_timeout', '${COPY_LOCK_TIMEOUT}', true); ` +
-  `COPY inbox (${COPY_COLUMNS}) FROM STDIN (FORMAT binary); NOTIFY ${INBOX_CHANNEL}`;
+const COPY_AND_NOTIFY = `COPY inbox (${COPY_COLUMNS}) FROM STDIN (FORMAT binary); NOTIFY ${INBOX_CHANNEL}`;
+const COPY_SQL = `SELECT set_config('lock_timeout', '${COPY_LOCK_TIMEOUT}', true); ${COPY_AND_NOTIFY}`;
 
 /** SQLSTATE classes caused by the rows rather than the store being down. */
 export function isDataError(err: unknown): boolean {
@@ -237,7 +236,7 @@ async function insertRows(
     const data = copyInput(events);
     if (data) {
       try {
-        const rows = await q.copyIn(keys ? copyLockPrefix(keys) + COPY_SQL : COPY_SQL, data);
+        const rows = await q.copyIn(keys ? `${copyLocks(keys, COPY_LOCK_TIMEOUT)} ${COPY_AND_NOTIFY}` : COPY_SQL, data);
         if (rows !== events.length) {
           throw new PostroomError('inbox_copy_inconsistent', `COPY wrote ${rows} of ${events.length} inbox rows`);
         }
