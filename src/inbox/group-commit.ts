@@ -76,6 +76,7 @@ type Outcome = InsertOutcome | Error;
  * Group commit: concurrent requests share one multi-row INSERT and one commit.
  * One flush runs at a time; while it runs, new rows queue and go in the next
  * flush, so batches grow with load and a lone request is written at once (no timer).
+ * A flush slower than `stallMs` stops holding up the next one (InboxWriterOptions).
  */
 export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
   const queue: Waiter[] = [];

@@ -20,7 +20,9 @@ const ACK_BUDGET_MS = 1000;
  */
 const SILENT_ACK_BUDGET_MS = 8000;
 const HANG_MS = 10_000;
-const SENDERS = 8;
+/** Deliveries started per second, and at most this many awaiting their answer: a bounded load, below what the receiver takes. */
+const RATE = 300;
+const MAX_OUTSTANDING = 64;
 /** How soon the test's "service" redelivers an event answered 503 (the real one waits longer; sooner is harder). */
 const RETRY_AFTER_MS = 100;
 
@@ -36,8 +38,10 @@ interface Answer {
 }
 
 /**
- * Plays the service under a bounded load: SENDERS deliveries at a time, each a new event, a redelivery of one
- * answered 503 (due RETRY_AFTER_MS later), or a redelivery of one already acknowledged (a duplicate).
+ * Plays the service under a bounded load: RATE deliveries a second (at most MAX_OUTSTANDING awaiting an answer,
+ * as the service's own concurrency bounds it), each a new event, a redelivery of one answered 503 (due
+ * RETRY_AFTER_MS later), or a redelivery of one already acknowledged (a duplicate). Deliveries stuck in a hung
+ * flush take none of the others' turns.
  */
 function startService(url: string) {
   const answers: Answer[] = [];
@@ -45,6 +49,7 @@ function startService(url: string) {
   const acked: string[] = [];
   const ackedSet = new Set<string>();
   const retries: Array<{ id: string; due: number }> = [];
+  const inFlight = new Set<Promise<void>>();
   let stopped = false;
   const pick = (): Envelope => {
     const now = performance.now();
@@ -55,30 +60,38 @@ function startService(url: string) {
     events.set(e.event_id, e);
     return e;
   };
-  const sender = async (): Promise<void> => {
-    while (!stopped) {
-      const event = pick();
-      const sentAt = performance.now();
-      const res = await postEvent(url, event, { secret: TEST_SECRET }).catch(() => undefined);
-      const status = res?.status ?? 0;
-      const retryAfter = res?.headers['retry-after'];
-      answers.push({
-        id: event.event_id,
-        sentAt,
-        answeredAt: performance.now(),
-        status,
-        retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
-        outcome: (res?.body as { status?: string } | undefined)?.status,
-      });
-      if (status !== 200) retries.push({ id: event.event_id, due: performance.now() + RETRY_AFTER_MS });
-      else if (!ackedSet.has(event.event_id)) {
-        ackedSet.add(event.event_id);
-        acked.push(event.event_id);
-      }
-      await sleep(2);
+  const deliver = async (event: Envelope): Promise<void> => {
+    const sentAt = performance.now();
+    const res = await postEvent(url, event, { secret: TEST_SECRET }).catch(() => undefined);
+    const status = res?.status ?? 0;
+    const retryAfter = res?.headers['retry-after'];
+    answers.push({
+      id: event.event_id,
+      sentAt,
+      answeredAt: performance.now(),
+      status,
+      retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
+      outcome: (res?.body as { status?: string } | undefined)?.status,
+    });
+    if (status !== 200) retries.push({ id: event.event_id, due: performance.now() + RETRY_AFTER_MS });
+    else if (!ackedSet.has(event.event_id)) {
+      ackedSet.add(event.event_id);
+      acked.push(event.event_id);
     }
   };
-  const running = Promise.all(Array.from({ length: SENDERS }, sender));
+  const running = (async () => {
+    const started = performance.now();
+    let sent = 0;
+    while (!stopped) {
+      while (inFlight.size < MAX_OUTSTANDING && sent < ((performance.now() - started) / 1000) * RATE) {
+        sent++;
+        const p: Promise<void> = deliver(pick()).finally(() => inFlight.delete(p));
+        inFlight.add(p);
+      }
+      await sleep(5);
+    }
+    await Promise.all(inFlight);
+  })();
   return {
     answers,
     events,
