@@ -18,7 +18,7 @@ export interface ReadinessOptions {
   migrationsDir?: string;
   /** The ingress writer, when this process takes webhooks: stuck, it cannot acknowledge anything. */
   writer?: { stalledMs(): number };
-  /** How long the writer may have pending work without a flush finishing (the ack budget). */
+  /** The ack budget: the writer may have work without a flush finishing for half of it before this replica is not ready. */
   ackBudgetMs?: number;
   /** The worker and reconciler, when they wait for migrations (schema-gate.ts); undefined when nothing waits. */
   components?: () => { ok: boolean; detail?: string } | undefined;
@@ -81,8 +81,11 @@ export function createReadiness(db: Db, options: ReadinessOptions = {}): Readine
       if (options.writer) {
         const stalled = options.writer.stalledMs();
         const budget = options.ackBudgetMs ?? INGRESS_DEFAULTS.ackTimeoutMs;
+        // Half the budget, so that a probe every few seconds sees a stuck writer before its requests' budgets
+        // run out; a flush takes milliseconds, and one hung connection alone does not stall the writer (the
+        // next flush starts beside it), so only a writer that cannot finish any flush gets this far.
         checks.writer =
-          stalled > budget
+          stalled > budget / 2
             ? {
                 ok: false,
                 detail: `inbox writer stuck: work pending and no flush finished for ${Math.round(stalled)} ms (ack budget ${budget} ms)`,

@@ -1,7 +1,8 @@
 import type { Db, Queryable } from '../db/types.js';
 import { describeError, PostroomError, StoreUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
-import { createCopyChoice, insertInboxBatch, isDataError, type CopyChoice } from './insert-queries.js';
+import { EventInFlightError, flushLockSeed, type FlushLockSeed } from './flush-locks.js';
+import { createCopyChoice, insertFlush, isDataError, type CopyChoice } from './insert-queries.js';
 import type { InsertOutcome, NewInboxEvent } from './types.js';
 
 /** Told once of a queued row's outcome: after the commit that holds it (or proves it already existed), or of the failure. */
@@ -47,8 +48,22 @@ export interface InboxWriterOptions {
    * waiter has been answered 503 already. Unset: flushes wait as long as the store.
    */
   flushTimeoutMs?: number;
+  /**
+   * A flush still running after this long no longer holds up the next one: the writer starts it on another
+   * connection, up to MAX_FLUSHES at once, and the slow one finishes or reaches its own deadline
+   * (flushTimeoutMs) alone. With the id locks (flush-locks.ts) two flushes never wait on each other, so one
+   * hung connection costs only its own events. Postgres only (PGlite has one connection: a second flush
+   * would wait behind the first). Unset: one flush at a time, always.
+   */
+  stallMs?: number;
   onFlush?: (stats: FlushStats) => void;
 }
+
+/**
+ * Flushes running at once when the ones before are slow: one hung connection and two more that may be slow
+ * too. Each holds a pooled connection; past this, a flush waits for one of them to end, as it would alone.
+ */
+export const MAX_FLUSHES = 3;
 
 interface Waiter {
   event: NewInboxEvent;
@@ -61,17 +76,21 @@ type Outcome = InsertOutcome | Error;
  * Group commit: concurrent requests share one multi-row INSERT and one commit.
  * One flush runs at a time; while it runs, new rows queue and go in the next
  * flush, so batches grow with load and a lone request is written at once (no timer).
+ * A flush slower than `stallMs` stops holding up the next one (InboxWriterOptions).
  */
 export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
   const queue: Waiter[] = [];
   let flushing: Promise<void> | undefined;
   let closed = false;
+  // Flushes still running, the one the loop waits for and any it stopped waiting for (stallMs).
+  const running = new Set<Promise<void>>();
   // Progress, for stalledMs(): when work last began waiting on an idle writer, and when a flush last finished.
   let busySince = 0;
   let lastFlushEnd = 0;
-  let flushDeadline = 0;
   const { flushTimeoutMs } = options;
-  const flushStore = flushTimeoutMs === undefined ? options.db : withDeadline(options.db, () => flushDeadline);
+  const postgres = options.db.kind === 'postgres';
+  const locks = postgres ? flushLockSeed(options.db.schema) : undefined;
+  const stallMs = postgres ? options.stallMs : undefined;
   const copy = createCopyChoice();
 
   async function writeBatch(batch: Waiter[]): Promise<void> {
@@ -85,8 +104,9 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     const events: NewInboxEvent[] = [];
     for (const w of firsts.values()) events.push(w.event);
     const started = performance.now();
-    if (flushTimeoutMs !== undefined) flushDeadline = started + flushTimeoutMs;
-    const outcomes = await writeEvents(flushStore, options.logger, copy, events);
+    // Every statement of this flush shares one deadline; flushes running side by side each have their own.
+    const store = flushTimeoutMs === undefined ? options.db : withDeadline(options.db, started + flushTimeoutMs);
+    const outcomes = await writeEvents(store, options.logger, copy, locks, events);
     // Before the waiters are told: ingress answers its requests while they are (the flush's time is the store's).
     const finished = performance.now();
     let inserted = 0;
@@ -100,7 +120,7 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
       else if (o !== 'duplicate') inserted++;
       tell(options.logger, w, o);
     }
-    if (progressed) lastFlushEnd = finished;
+    if (progressed) lastFlushEnd = Math.max(lastFlushEnd, finished);
     for (const w of repeats ?? []) {
       const o = outcomes.get(w.event.eventId)!;
       tell(options.logger, w, o instanceof Error ? o : 'duplicate');
@@ -108,9 +128,29 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     options.onFlush?.({ rows: batch.length, inserted, durationMs: finished - started, ok });
   }
 
+  function startFlush(): Promise<void> {
+    const flush = writeBatch(queue.splice(0, options.maxBatch)).catch((err: unknown) => {
+      options.logger.error({ err }, 'inbox flush failed after writing; the writer goes on');
+    });
+    running.add(flush);
+    void flush.then(() => running.delete(flush));
+    return flush;
+  }
+
   async function drain(): Promise<void> {
     try {
-      while (queue.length > 0) await writeBatch(queue.splice(0, options.maxBatch));
+      while (queue.length > 0) {
+        if (stallMs === undefined) {
+          await startFlush();
+          continue;
+        }
+        // Past MAX_FLUSHES, wait for any of them to end.
+        if (running.size >= MAX_FLUSHES) {
+          await Promise.race(running);
+          continue;
+        }
+        await stalledAfter(startFlush(), stallMs);
+      }
     } finally {
       flushing = undefined;
     }
@@ -121,7 +161,7 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
       sink.reject(new StoreUnavailableError('inbox writer is closed (shutting down)'));
       return;
     }
-    if (!flushing) busySince = performance.now();
+    if (!flushing && running.size === 0) busySince = performance.now();
     queue.push({ event, sink });
     flushing ??= drain();
   }
@@ -134,24 +174,31 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     async close() {
       closed = true;
       await flushing;
+      await Promise.all(running);
     },
     get pending() {
       return queue.length;
     },
     stalledMs() {
-      if (!flushing) return 0;
+      if (!flushing && running.size === 0) return 0;
       return Math.max(0, performance.now() - Math.max(busySince, lastFlushEnd));
     },
   };
 }
 
+/** Resolves when the flush ends or once it has run for `ms`, whichever comes first. */
+function stalledAfter(flush: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([flush, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]).finally(() => clearTimeout(timer));
+}
+
 /** Every statement of a flush shares its deadline: one still unanswered then is abandoned (Db.queryWithin). */
-function withDeadline(db: Db, deadline: () => number): Queryable {
+function withDeadline(db: Db, deadline: number): Queryable {
   return {
-    query: (sql, params) => db.queryWithin(Math.max(1, deadline() - performance.now()), sql, params),
+    query: (sql, params) => db.queryWithin(Math.max(1, deadline - performance.now()), sql, params),
     exec: (sql) => db.exec(sql),
     ...(db.copyInWithin
-      ? { copyIn: (sql: string, data: Buffer) => db.copyInWithin!(Math.max(1, deadline() - performance.now()), sql, data) }
+      ? { copyIn: (sql: string, data: Buffer) => db.copyInWithin!(Math.max(1, deadline - performance.now()), sql, data) }
       : {}),
   };
 }
@@ -161,11 +208,19 @@ function withDeadline(db: Db, deadline: () => number): Queryable {
  * cannot hold) must not take its batch down: bisect until it is alone, then keep
  * its bytes as a quarantined row so nothing signed is lost.
  */
-async function writeEvents(store: Queryable, logger: Logger, copy: CopyChoice, events: NewInboxEvent[]): Promise<Map<string, Outcome>> {
+async function writeEvents(
+  store: Queryable,
+  logger: Logger,
+  copy: CopyChoice,
+  locks: FlushLockSeed | undefined,
+  events: NewInboxEvent[],
+): Promise<Map<string, Outcome>> {
   const out = new Map<string, Outcome>();
   try {
-    const inserted = await insertInboxBatch(store, events, copy);
-    for (const e of events) out.set(e.eventId, inserted.has(e.eventId) ? 'accepted' : 'duplicate');
+    const { inserted, busy } = await insertFlush(store, events, copy, locks);
+    for (const e of events) {
+      out.set(e.eventId, inserted.has(e.eventId) ? 'accepted' : busy?.has(e.eventId) ? new EventInFlightError(e.eventId) : 'duplicate');
+    }
     return out;
   } catch (err) {
     if (!isDataError(err)) {
@@ -176,18 +231,24 @@ async function writeEvents(store: Queryable, logger: Logger, copy: CopyChoice, e
     if (events.length > 1) {
       const mid = Math.ceil(events.length / 2);
       for (const half of [events.slice(0, mid), events.slice(mid)]) {
-        for (const [id, o] of await writeEvents(store, logger, copy, half)) out.set(id, o);
+        for (const [id, o] of await writeEvents(store, logger, copy, locks, half)) out.set(id, o);
       }
       return out;
     }
     const e = events[0]!;
-    out.set(e.eventId, await quarantineRefused(store, logger, e, err));
+    out.set(e.eventId, await quarantineRefused(store, logger, locks, e, err));
     return out;
   }
 }
 
 /** Keeps a row the store refused as a quarantined row of its own (its bytes, none of its parsed fields). */
-async function quarantineRefused(store: Queryable, logger: Logger, e: NewInboxEvent, err: unknown): Promise<Outcome> {
+async function quarantineRefused(
+  store: Queryable,
+  logger: Logger,
+  locks: FlushLockSeed | undefined,
+  e: NewInboxEvent,
+  err: unknown,
+): Promise<Outcome> {
   logger.warn({ event_id: e.eventId, err }, 'event refused by the store; keeping it as quarantined');
   const quarantined: NewInboxEvent = {
     ...e,
@@ -198,7 +259,8 @@ async function quarantineRefused(store: Queryable, logger: Logger, e: NewInboxEv
     lastError: `store refused the event: ${describeError(err)}`.slice(0, 1000),
   };
   try {
-    const inserted = await insertInboxBatch(store, [quarantined]);
+    const { inserted, busy } = await insertFlush(store, [quarantined], undefined, locks);
+    if (busy?.has(e.eventId)) return new EventInFlightError(e.eventId);
     // The answer says what the store kept: a row of its own, quarantined (not the event as sent).
     return inserted.has(e.eventId) ? (e.status === 'quarantined' ? 'accepted' : 'quarantined') : 'duplicate';
   } catch (again) {

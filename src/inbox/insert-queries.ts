@@ -3,6 +3,7 @@ import { named } from '../db/statement.js';
 import { PostroomError } from '../errors.js';
 import { COPY_COLUMNS, encodeCopyRows, type CopyRow } from './copy-rows.js';
 import type { Queryable } from '../db/types.js';
+import { copyLocks, flushLockKeys, int4Array, type FlushLockKeys, type FlushLockSeed } from './flush-locks.js';
 import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
 
 /**
@@ -21,10 +22,28 @@ import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
  *   only when some were duplicates.
  * Prepared (named()): planning it would cost Postgres about 0.2 ms on every flush (bench/statements.ts).
  */
-const INSERT_BATCH_SQL = named(
-  'insert_batch',
-  `
-WITH inserted AS (
+const INSERT_BATCH_SQL = named('insert_batch', insertBatchText(false));
+
+/**
+ * The same, for an ingress flush on Postgres: each row's advisory lock is tried first (flush-locks.ts), in
+ * event-id order, and only the rows whose lock was free are inserted; `busy` lists the others. The batch is
+ * read once, into a materialised CTE, so each lock is tried exactly once.
+ */
+const INSERT_LOCKED_BATCH_SQL = named('insert_batch_locked', insertBatchText(true));
+
+function insertBatchText(locked: boolean): string {
+  const input = `unnest(
+    $1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int4[], $7::text[],
+    $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[], $17::text[], $18::text[]${locked ? ', $19::int4[], $20::int4[]' : ''}
+  ) AS b(event_id, type, occurred_at, payload, raw_start, raw_length, signature_header,
+         headers, endpoint_id, source, correspondence_id, secret_index, status, last_error, content_type, user_agent${locked ? ', key_high, key_low' : ''})`;
+  return `
+WITH ${
+    locked
+      ? `batch AS MATERIALIZED (SELECT b.*, pg_try_advisory_xact_lock(b.key_high, b.key_low) AS free FROM ${input}),
+`
+      : ''
+  }inserted AS (
   INSERT INTO inbox (event_id, type, occurred_at, payload, raw_body, signature_header, headers,
                      delivery_content_type, delivery_user_agent,
                      endpoint_id, source, correspondence_id, secret_index, status, last_error)
@@ -32,20 +51,21 @@ WITH inserted AS (
          CASE WHEN b.raw_length IS NOT NULL THEN substring($16::bytea FROM b.raw_start FOR b.raw_length) END,
          b.signature_header, b.headers::jsonb, b.content_type, b.user_agent,
          b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error
-  FROM unnest(
-    $1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int4[], $7::text[],
-    $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[], $17::text[], $18::text[]
-  ) AS b(event_id, type, occurred_at, payload, raw_start, raw_length, signature_header,
-         headers, endpoint_id, source, correspondence_id, secret_index, status, last_error, content_type, user_agent)
+  FROM ${locked ? 'batch AS b WHERE b.free' : input}
   ON CONFLICT DO NOTHING
   RETURNING event_id
 ),
 counted AS (SELECT count(*)::int AS n FROM inserted)
 SELECT counted.n,
        CASE WHEN counted.n < $15::int THEN (SELECT coalesce(array_agg(event_id), '{}') FROM inserted) END AS ids,
-       (CASE WHEN counted.n > 0 THEN pg_notify('${INBOX_CHANNEL}', '') END) IS NULL AS notified
-FROM counted`,
-);
+       ${
+         locked
+           ? `(SELECT array_agg(event_id) FROM batch WHERE NOT free) AS busy,
+       `
+           : ''
+       }(CASE WHEN counted.n > 0 THEN pg_notify('${INBOX_CHANNEL}', '') END) IS NULL AS notified
+FROM counted`;
+}
 
 /**
  * The content type and user agent (either may be absent, not both) of headers that hold only those
@@ -93,9 +113,8 @@ const COPY_LOCK_TIMEOUT = '50ms';
  * service's retries can make most flushes hold one, and each refused COPY would be
  * work thrown away; so after a refusal the writer inserts for a while (CopyChoice).
  */
-const COPY_SQL =
-  `SELECT set_config('lock_timeout', '${COPY_LOCK_TIMEOUT}', true); ` +
-  `COPY inbox (${COPY_COLUMNS}) FROM STDIN (FORMAT binary); NOTIFY ${INBOX_CHANNEL}`;
+const COPY_AND_NOTIFY = `COPY inbox (${COPY_COLUMNS}) FROM STDIN (FORMAT binary); NOTIFY ${INBOX_CHANNEL}`;
+const COPY_SQL = `SELECT set_config('lock_timeout', '${COPY_LOCK_TIMEOUT}', true); ${COPY_AND_NOTIFY}`;
 
 /** SQLSTATE classes caused by the rows rather than the store being down. */
 export function isDataError(err: unknown): boolean {
@@ -182,18 +201,47 @@ const byEventId = (a: NewInboxEvent, b: NewInboxEvent): number => (a.eventId < b
  * is refused; every other writer (the reconciler, in its transaction) inserts.
  */
 export async function insertInboxBatch(q: Queryable, unordered: readonly NewInboxEvent[], copy?: CopyChoice): Promise<Set<string>> {
-  if (unordered.length === 0) return new Set();
+  return (await insertRows(q, unordered, copy, undefined)).inserted;
+}
+
+/** What one flush wrote: the new ids, and those another flush holds (`locks` given), which it did not touch. */
+export interface FlushWrite {
+  inserted: Set<string>;
+  busy: Set<string> | undefined;
+}
+
+/**
+ * As insertInboxBatch, for an ingress flush: with `locks` (Postgres), each id's advisory lock is taken first and
+ * an id whose lock another flush holds is skipped and reported busy instead of waited for (flush-locks.ts).
+ */
+export function insertFlush(
+  q: Queryable,
+  unordered: readonly NewInboxEvent[],
+  copy: CopyChoice | undefined,
+  locks: FlushLockSeed | undefined,
+): Promise<FlushWrite> {
+  return insertRows(q, unordered, copy, locks);
+}
+
+async function insertRows(
+  q: Queryable,
+  unordered: readonly NewInboxEvent[],
+  copy: CopyChoice | undefined,
+  locks: FlushLockSeed | undefined,
+): Promise<FlushWrite> {
+  if (unordered.length === 0) return { inserted: new Set(), busy: undefined };
   const events = unordered.length === 1 ? unordered : [...unordered].sort(byEventId);
+  const keys = locks && flushLockKeys(locks, events);
   if (copy && q.copyIn && copy.use()) {
     const data = copyInput(events);
     if (data) {
       try {
-        const rows = await q.copyIn(COPY_SQL, data);
+        const rows = await q.copyIn(keys ? `${copyLocks(keys, COPY_LOCK_TIMEOUT)} ${COPY_AND_NOTIFY}` : COPY_SQL, data);
         if (rows !== events.length) {
           throw new PostroomError('inbox_copy_inconsistent', `COPY wrote ${rows} of ${events.length} inbox rows`);
         }
         copy.wrote();
-        return new Set(events.map((e) => e.eventId));
+        return { inserted: new Set(events.map((e) => e.eventId)), busy: undefined };
       } catch (err) {
         // A row Postgres refused, an id already stored (COPY cannot skip it, and writes nothing), or a
         // wait for a lock given up: the statement below writes what is new and says what was not.
@@ -202,6 +250,17 @@ export async function insertInboxBatch(q: Queryable, unordered: readonly NewInbo
       }
     }
   }
+  const res = await q.query<{ n: number; ids: string[] | null; busy?: string[] | null }>(
+    keys ? INSERT_LOCKED_BATCH_SQL : INSERT_BATCH_SQL,
+    statementParams(events, keys),
+  );
+  const ids = res.rows[0]?.ids;
+  const busy = res.rows[0]?.busy;
+  return { inserted: ids ? new Set(ids) : new Set(events.map((e) => e.eventId)), busy: busy ? new Set(busy) : undefined };
+}
+
+/** The statement's parameters: a column array each, the bodies as one bytea, and the lock keys when locking. */
+function statementParams(events: readonly NewInboxEvent[], keys: FlushLockKeys | undefined): unknown[] {
   const n = events.length;
   const cols: ArrayElement[][] = Array.from({ length: 16 }, () => new Array<ArrayElement>(n));
   const bodies: Uint8Array[] = [];
@@ -231,13 +290,13 @@ export async function insertInboxBatch(q: Queryable, unordered: readonly NewInbo
     cols[12]![i] = e.status;
     cols[13]![i] = e.lastError;
   }
-  const res = await q.query<{ n: number; ids: string[] | null }>(INSERT_BATCH_SQL, [
+  const params: unknown[] = [
     ...cols.slice(0, 14).map(arrayLiteral),
     n,
     Buffer.concat(bodies, start - 1),
     arrayLiteral(cols[14]!),
     arrayLiteral(cols[15]!),
-  ]);
-  const ids = res.rows[0]?.ids;
-  return ids ? new Set(ids) : new Set(events.map((e) => e.eventId));
+  ];
+  if (keys) params.push(int4Array(keys.high), int4Array(keys.low));
+  return params;
 }

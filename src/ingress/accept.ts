@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import { EventError, reportEventError, type OnErrorHook } from '../events/event-error.js';
+import { EventInFlightError } from '../inbox/flush-locks.js';
 import type { InboxWriter } from '../inbox/group-commit.js';
 import type { InsertOutcome, NewInboxEvent } from '../inbox/types.js';
 import type { Logger } from '../logging/logger.js';
@@ -22,7 +23,7 @@ export type AcceptOutcome =
   | { kind: 'quarantined'; eventId: string; reason: string; secretLabel: string; skewSeconds: number; duplicate: boolean }
   | { kind: 'invalid_signature'; reason: SignatureFailureReason; skewSeconds?: number }
   | { kind: 'mismatched'; field: 'event_id' | 'type' }
-  | { kind: 'unavailable'; retryAfterSeconds: number; reason: 'store_error' | 'ack_timeout' };
+  | { kind: 'unavailable'; retryAfterSeconds: number; reason: 'store_error' | 'ack_timeout' | 'in_flight' };
 
 export interface IngressCoreOptions {
   writer: InboxWriter;
@@ -107,6 +108,12 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
         reply(outcome);
       },
       (err) => {
+        if (err instanceof EventInFlightError) {
+          // Another flush holds this id (a redelivery of an event whose first delivery is still being written).
+          logger.info({ event_id: envelope.eventId }, 'event being written by another flush; answering 503 so the sender retries');
+          reply(IN_FLIGHT);
+          return;
+        }
         logger.error({ event_id: envelope.eventId, err }, 'inbox write failed; answering 503 so the sender retries');
         reply(STORE_ERROR);
       },
@@ -147,6 +154,8 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
 }
 
 const STORE_ERROR: AcceptOutcome = { kind: 'unavailable', retryAfterSeconds: 5, reason: 'store_error' };
+/** The other flush ends within milliseconds, or is hung and abandoned within the ack budget: a short retry. */
+const IN_FLIGHT: AcceptOutcome = { kind: 'unavailable', retryAfterSeconds: 1, reason: 'in_flight' };
 
 /** A delivery header naming another event id or type than the signed body: a suspicious delivery, refused. */
 function headerMismatch(

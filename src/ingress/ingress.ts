@@ -60,6 +60,9 @@ export function createIngress(options: IngressOptions): Ingress {
     maxBatch: options.maxBatch ?? INGRESS_DEFAULTS.maxBatch,
     // Past the ack budget every waiter has been answered 503: abandon the flush and its connection.
     flushTimeoutMs: ackTimeoutMs,
+    // A flush a tenth of the budget old is not normal (milliseconds are): the next one starts beside it, so a
+    // hung connection holds up the rest for at most this long.
+    stallMs: Math.max(1, Math.round(ackTimeoutMs / 10)),
     ...(metrics
       ? {
           onFlush: (s) => {

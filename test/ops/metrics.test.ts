@@ -82,7 +82,7 @@ describe('metrics after a known sequence of requests', () => {
 
   it('reports reconcile state from the database, so restarts and CLI runs cannot reset it', async () => {
     await store.db.query(
-      `INSERT INTO reconcile_runs (outcome, finished_at, summary) VALUES ('gaps_open', '2026-11-20T10:00:00Z', '{"atRisk":{"count":3}}')`,
+      `INSERT INTO reconcile_runs (outcome, finished_at, summary) VALUES ('gaps_open', '2026-11-20T10:00:00Z', '{"at_risk":{"count":3,"sample":[]}}')`,
     );
     await store.db.query(
       `INSERT INTO reconcile_gaps (event_id, event_type, endpoint_id, delivery_id) VALUES ('evt_gap_m1', 'wallet.debited', 'ep_1', 'dlv_1')`,
