@@ -25,12 +25,14 @@ export interface CopyRow {
   correspondenceId: string | null;
   secretIndex: number | null;
   status: string;
+  /** The W3C traceparent the row was delivered in (migrations/028); absent or null when tracing is off. */
+  traceContext?: string | null;
 }
 
 export const COPY_COLUMNS =
   'event_id, type, occurred_at, raw_body, signature_header, headers, delivery_content_type, delivery_user_agent, ' +
-  'endpoint_id, source, correspondence_id, secret_index, status';
-const FIELDS = 13;
+  'endpoint_id, source, correspondence_id, secret_index, status, trace_context';
+const FIELDS = 14;
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 // Signature, flags (int32 0), header extension length (int32 0).
@@ -87,7 +89,8 @@ export function encodeCopyRows(rows: readonly CopyRow[]): Buffer | undefined {
           (row.endpointId?.length ?? 0) +
           row.source.length +
           (row.correspondenceId?.length ?? 0) +
-          row.status.length);
+          row.status.length +
+          (row.traceContext?.length ?? 0));
   }
   const buf = Buffer.allocUnsafe(capacity);
   let at = SIGNATURE.copy(buf, 0);
@@ -151,6 +154,7 @@ export function encodeCopyRows(rows: readonly CopyRow[]): Buffer | undefined {
       at = buf.writeInt16BE(row.secretIndex, at);
     }
     text(row.status);
+    text(row.traceContext ?? null);
   }
   at = buf.writeInt16BE(-1, at);
   return buf.subarray(0, at);

@@ -27,16 +27,18 @@ const INSERT_BATCH_SQL = named(
 WITH inserted AS (
   INSERT INTO inbox (event_id, type, occurred_at, payload, raw_body, signature_header, headers,
                      delivery_content_type, delivery_user_agent,
-                     endpoint_id, source, correspondence_id, secret_index, status, last_error)
+                     endpoint_id, source, correspondence_id, secret_index, status, last_error, trace_context)
   SELECT b.event_id, b.type, b.occurred_at, b.payload::jsonb,
          CASE WHEN b.raw_length IS NOT NULL THEN substring($16::bytea FROM b.raw_start FOR b.raw_length) END,
          b.signature_header, b.headers::jsonb, b.content_type, b.user_agent,
-         b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error
+         b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error, b.trace_context
   FROM unnest(
     $1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int4[], $7::text[],
-    $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[], $17::text[], $18::text[]
+    $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[], $17::text[], $18::text[],
+    $19::text[]
   ) AS b(event_id, type, occurred_at, payload, raw_start, raw_length, signature_header,
-         headers, endpoint_id, source, correspondence_id, secret_index, status, last_error, content_type, user_agent)
+         headers, endpoint_id, source, correspondence_id, secret_index, status, last_error, content_type, user_agent,
+         trace_context)
   ON CONFLICT DO NOTHING
   RETURNING event_id
 ),
@@ -130,6 +132,7 @@ function copyInput(events: readonly NewInboxEvent[]): Buffer | undefined {
       correspondenceId: e.correspondenceId,
       secretIndex: e.secretIndex,
       status: e.status,
+      traceContext: e.traceContext ?? null,
     };
   }
   return encodeCopyRows(rows);
@@ -203,7 +206,7 @@ export async function insertInboxBatch(q: Queryable, unordered: readonly NewInbo
     }
   }
   const n = events.length;
-  const cols: ArrayElement[][] = Array.from({ length: 16 }, () => new Array<ArrayElement>(n));
+  const cols: ArrayElement[][] = Array.from({ length: 17 }, () => new Array<ArrayElement>(n));
   const bodies: Uint8Array[] = [];
   // 1-based, as substring counts.
   let start = 1;
@@ -230,6 +233,7 @@ export async function insertInboxBatch(q: Queryable, unordered: readonly NewInbo
     cols[11]![i] = e.secretIndex;
     cols[12]![i] = e.status;
     cols[13]![i] = e.lastError;
+    cols[16]![i] = e.traceContext ?? null;
   }
   const res = await q.query<{ n: number; ids: string[] | null }>(INSERT_BATCH_SQL, [
     ...cols.slice(0, 14).map(arrayLiteral),
@@ -237,6 +241,7 @@ export async function insertInboxBatch(q: Queryable, unordered: readonly NewInbo
     Buffer.concat(bodies, start - 1),
     arrayLiteral(cols[14]!),
     arrayLiteral(cols[15]!),
+    arrayLiteral(cols[16]!),
   ]);
   const ids = res.rows[0]?.ids;
   return ids ? new Set(ids) : new Set(events.map((e) => e.eventId));

@@ -22,6 +22,8 @@ export interface NewInboxEvent {
   secretIndex: number | null;
   status: 'received' | 'quarantined';
   lastError: string | null;
+  /** The W3C traceparent of the span that wrote it (migrations/028), when tracing is on. */
+  traceContext?: string | null;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import getRawBody from 'raw-body';
 import type { Logger } from '../logging/logger.js';
 import type { HotCounterChild, HotHistogramChild } from '../metrics/hot.js';
+import { createAckLagRecorder, type AckOutcome } from '../metrics/lag.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { AcceptOutcome, IngressCore } from './accept.js';
 
@@ -147,6 +148,7 @@ interface OutcomeRecorder {
   record(outcome: string, reason: string, startedAt: number): void;
   countSecret(label: string): void;
   observeSkew(seconds: number): void;
+  observeAge(outcome: AckOutcome, type: string, signedAgeSeconds: number, occurredAgeSeconds: number): void;
 }
 
 function createOutcomeRecorder(metrics: Metrics | undefined): OutcomeRecorder {
@@ -156,6 +158,7 @@ function createOutcomeRecorder(metrics: Metrics | undefined): OutcomeRecorder {
   const secretChildren = new Map<string, HotCounterChild>();
   const skew = metrics?.clockSkew.hot();
   const skewAbs = metrics?.clockSkewAbs.hot();
+  const lag = metrics && createAckLagRecorder(metrics.ackAge);
   return {
     record(outcome, reason, startedAt) {
       if (!metrics) return;
@@ -178,6 +181,9 @@ function createOutcomeRecorder(metrics: Metrics | undefined): OutcomeRecorder {
       skew?.set(seconds);
       skewAbs?.observe(Math.abs(seconds));
     },
+    observeAge(outcome, type, signedAgeSeconds, occurredAgeSeconds) {
+      lag?.observe(outcome, type, signedAgeSeconds, occurredAgeSeconds);
+    },
   };
 }
 
@@ -188,6 +194,7 @@ function respond(rec: OutcomeRecorder, res: ServerResponse, outcome: AcceptOutco
     case 'duplicate':
       rec.countSecret(outcome.secretLabel);
       rec.observeSkew(outcome.skewSeconds);
+      rec.observeAge(outcome.kind, outcome.type, outcome.signedAgeSeconds, outcome.occurredAgeSeconds);
       rec.record(outcome.kind, '', startedAt);
       sendCanned(res, outcome.kind);
       return;
@@ -195,6 +202,7 @@ function respond(rec: OutcomeRecorder, res: ServerResponse, outcome: AcceptOutco
       rec.countSecret(outcome.secretLabel);
       rec.observeSkew(outcome.skewSeconds);
       const status = outcome.duplicate ? 'duplicate' : 'quarantined';
+      rec.observeAge(status, outcome.type, outcome.signedAgeSeconds, outcome.occurredAgeSeconds);
       rec.record(status, '', startedAt);
       sendCanned(res, status);
       return;
