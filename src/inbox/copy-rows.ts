@@ -31,8 +31,13 @@ export interface CopyRow {
 
 export const COPY_COLUMNS =
   'event_id, type, occurred_at, raw_body, signature_header, headers, delivery_content_type, delivery_user_agent, ' +
-  'endpoint_id, source, correspondence_id, secret_index, status, trace_context';
-const FIELDS = 14;
+  'endpoint_id, source, correspondence_id, secret_index, status';
+/**
+ * With a trace context (migrations/028) on some row of the flush: only then is the column written, so that
+ * with tracing off the COPY is the same as on a store without the column.
+ */
+export const COPY_COLUMNS_TRACED = `${COPY_COLUMNS}, trace_context`;
+const FIELDS = 13;
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 // Signature, flags (int32 0), header extension length (int32 0).
@@ -58,7 +63,8 @@ export function timestampMicros(at: string): number | undefined {
 }
 
 /** The whole COPY input for these rows, or undefined when one of them must be inserted from text. */
-export function encodeCopyRows(rows: readonly CopyRow[]): Buffer | undefined {
+export function encodeCopyRows(rows: readonly CopyRow[], traced = false): Buffer | undefined {
+  const fieldCount = traced ? FIELDS + 1 : FIELDS;
   const micros: number[] = new Array<number>(rows.length);
   // A UTF-16 code unit never takes more than 3 bytes of UTF-8.
   let capacity = HEADER_BYTES + 2;
@@ -74,7 +80,7 @@ export function encodeCopyRows(rows: readonly CopyRow[]): Buffer | undefined {
     }
     capacity +=
       2 +
-      4 * FIELDS +
+      4 * fieldCount +
       8 +
       2 +
       row.rawBody.length +
@@ -117,7 +123,7 @@ export function encodeCopyRows(rows: readonly CopyRow[]): Buffer | undefined {
   };
   for (let r = 0; r < rows.length; r++) {
     const row = rows[r]!;
-    at = buf.writeInt16BE(FIELDS, at);
+    at = buf.writeInt16BE(fieldCount, at);
     text(row.eventId);
     text(row.type);
     if (row.occurredAt === null) {
@@ -154,7 +160,7 @@ export function encodeCopyRows(rows: readonly CopyRow[]): Buffer | undefined {
       at = buf.writeInt16BE(row.secretIndex, at);
     }
     text(row.status);
-    text(row.traceContext ?? null);
+    if (traced) text(row.traceContext ?? null);
   }
   at = buf.writeInt16BE(-1, at);
   return buf.subarray(0, at);

@@ -1,6 +1,7 @@
 import type { Db, Queryable } from '../db/types.js';
 import { describeError, PostroomError, StoreUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
+import { ATTR, context, linksTo, ROOT_CONTEXT, SpanStatusCode, trace, tracer } from '../tracing/trace.js';
 import { createCopyChoice, insertInboxBatch, isDataError, type CopyChoice } from './insert-queries.js';
 import type { InsertOutcome, NewInboxEvent } from './types.js';
 
@@ -84,6 +85,12 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     }
     const events: NewInboxEvent[] = [];
     for (const w of firsts.values()) events.push(w.event);
+    // A flush commits many requests' rows: a span of its own, linked to theirs (and they to it, when answered).
+    const span = tracer.startSpan('postroom.inbox.flush', undefined, ROOT_CONTEXT);
+    if (span.isRecording()) {
+      span.addLinks(linksTo(events.map((e) => e.traceContext)));
+      span.setAttribute(ATTR.batchCount, batch.length);
+    }
     const started = performance.now();
     if (flushTimeoutMs !== undefined) flushDeadline = started + flushTimeoutMs;
     const outcomes = await writeEvents(flushStore, options.logger, copy, events);
@@ -92,19 +99,27 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     let inserted = 0;
     let ok = true;
     let progressed = false;
-    for (const [id, w] of firsts) {
-      const o = outcomes.get(id)!;
-      // An abandoned flush (store unavailable past its deadline) did not finish: it is no progress.
-      if (!(o instanceof StoreUnavailableError)) progressed = true;
-      if (o instanceof Error) ok = false;
-      else if (o !== 'duplicate') inserted++;
-      tell(options.logger, w, o);
-    }
+    // The answers go out with the flush's span active, so that each request's span can link to it.
+    context.with(trace.setSpan(ROOT_CONTEXT, span), () => {
+      for (const [id, w] of firsts) {
+        const o = outcomes.get(id)!;
+        // An abandoned flush (store unavailable past its deadline) did not finish: it is no progress.
+        if (!(o instanceof StoreUnavailableError)) progressed = true;
+        if (o instanceof Error) ok = false;
+        else if (o !== 'duplicate') inserted++;
+        tell(options.logger, w, o);
+      }
+      for (const w of repeats ?? []) {
+        const o = outcomes.get(w.event.eventId)!;
+        tell(options.logger, w, o instanceof Error ? o : 'duplicate');
+      }
+    });
     if (progressed) lastFlushEnd = finished;
-    for (const w of repeats ?? []) {
-      const o = outcomes.get(w.event.eventId)!;
-      tell(options.logger, w, o instanceof Error ? o : 'duplicate');
+    if (span.isRecording()) {
+      span.setAttributes({ 'postroom.flush.inserted': inserted, [ATTR.outcome]: ok ? 'committed' : 'failed' });
+      if (!ok) span.setStatus({ code: SpanStatusCode.ERROR, message: 'flush failed' });
     }
+    span.end();
     options.onFlush?.({ rows: batch.length, inserted, durationMs: finished - started, ok });
   }
 

@@ -1,7 +1,7 @@
 import { arrayLiteral, type ArrayElement } from '../db/array-literal.js';
 import { named } from '../db/statement.js';
 import { PostroomError } from '../errors.js';
-import { COPY_COLUMNS, encodeCopyRows, type CopyRow } from './copy-rows.js';
+import { COPY_COLUMNS, COPY_COLUMNS_TRACED, encodeCopyRows, type CopyRow } from './copy-rows.js';
 import type { Queryable } from '../db/types.js';
 import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
 
@@ -21,24 +21,26 @@ import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
  *   only when some were duplicates.
  * Prepared (named()): planning it would cost Postgres about 0.2 ms on every flush (bench/statements.ts).
  */
-const INSERT_BATCH_SQL = named(
-  'insert_batch',
-  `
+function insertBatchSql(traced: boolean) {
+  // The trace context (migrations/028) only when a row of the flush has one: with tracing off, the statement
+  // is the same as on a store without the column.
+  const column = traced ? ', trace_context' : '';
+  return named(
+    traced ? 'insert_batch_traced' : 'insert_batch',
+    `
 WITH inserted AS (
   INSERT INTO inbox (event_id, type, occurred_at, payload, raw_body, signature_header, headers,
                      delivery_content_type, delivery_user_agent,
-                     endpoint_id, source, correspondence_id, secret_index, status, last_error, trace_context)
+                     endpoint_id, source, correspondence_id, secret_index, status, last_error${column})
   SELECT b.event_id, b.type, b.occurred_at, b.payload::jsonb,
          CASE WHEN b.raw_length IS NOT NULL THEN substring($16::bytea FROM b.raw_start FOR b.raw_length) END,
          b.signature_header, b.headers::jsonb, b.content_type, b.user_agent,
-         b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error, b.trace_context
+         b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error${traced ? ', b.trace_context' : ''}
   FROM unnest(
     $1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int4[], $7::text[],
-    $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[], $17::text[], $18::text[],
-    $19::text[]
+    $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[], $17::text[], $18::text[]${traced ? ', $19::text[]' : ''}
   ) AS b(event_id, type, occurred_at, payload, raw_start, raw_length, signature_header,
-         headers, endpoint_id, source, correspondence_id, secret_index, status, last_error, content_type, user_agent,
-         trace_context)
+         headers, endpoint_id, source, correspondence_id, secret_index, status, last_error, content_type, user_agent${column})
   ON CONFLICT DO NOTHING
   RETURNING event_id
 ),
@@ -47,7 +49,10 @@ SELECT counted.n,
        CASE WHEN counted.n < $15::int THEN (SELECT coalesce(array_agg(event_id), '{}') FROM inserted) END AS ids,
        (CASE WHEN counted.n > 0 THEN pg_notify('${INBOX_CHANNEL}', '') END) IS NULL AS notified
 FROM counted`,
-);
+  );
+}
+const INSERT_BATCH_SQL = insertBatchSql(false);
+const INSERT_BATCH_TRACED_SQL = insertBatchSql(true);
 
 /**
  * The content type and user agent (either may be absent, not both) of headers that hold only those
@@ -95,9 +100,17 @@ const COPY_LOCK_TIMEOUT = '50ms';
  * service's retries can make most flushes hold one, and each refused COPY would be
  * work thrown away; so after a refusal the writer inserts for a while (CopyChoice).
  */
-const COPY_SQL =
+const copySql = (columns: string): string =>
   `SELECT set_config('lock_timeout', '${COPY_LOCK_TIMEOUT}', true); ` +
-  `COPY inbox (${COPY_COLUMNS}) FROM STDIN (FORMAT binary); NOTIFY ${INBOX_CHANNEL}`;
+  `COPY inbox (${columns}) FROM STDIN (FORMAT binary); NOTIFY ${INBOX_CHANNEL}`;
+const COPY_SQL = copySql(COPY_COLUMNS);
+const COPY_TRACED_SQL = copySql(COPY_COLUMNS_TRACED);
+
+/** Whether a row of the flush carries a trace context (the trace_context column is written only then). */
+function anyTraced(events: readonly NewInboxEvent[]): boolean {
+  for (const e of events) if (e.traceContext) return true;
+  return false;
+}
 
 /** SQLSTATE classes caused by the rows rather than the store being down. */
 export function isDataError(err: unknown): boolean {
@@ -112,7 +125,7 @@ function isLockWaitGivenUp(err: unknown): boolean {
 }
 
 /** The COPY input for these rows, or undefined when one of them needs the statement. */
-function copyInput(events: readonly NewInboxEvent[]): Buffer | undefined {
+function copyInput(events: readonly NewInboxEvent[], traced: boolean): Buffer | undefined {
   const rows: CopyRow[] = new Array<CopyRow>(events.length);
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
@@ -135,7 +148,7 @@ function copyInput(events: readonly NewInboxEvent[]): Buffer | undefined {
       traceContext: e.traceContext ?? null,
     };
   }
-  return encodeCopyRows(rows);
+  return encodeCopyRows(rows, traced);
 }
 
 /** Whether a flush may try COPY: after a refusal, the next flushes insert, for longer after each refusal in a row. */
@@ -187,11 +200,12 @@ const byEventId = (a: NewInboxEvent, b: NewInboxEvent): number => (a.eventId < b
 export async function insertInboxBatch(q: Queryable, unordered: readonly NewInboxEvent[], copy?: CopyChoice): Promise<Set<string>> {
   if (unordered.length === 0) return new Set();
   const events = unordered.length === 1 ? unordered : [...unordered].sort(byEventId);
+  const traced = anyTraced(events);
   if (copy && q.copyIn && copy.use()) {
-    const data = copyInput(events);
+    const data = copyInput(events, traced);
     if (data) {
       try {
-        const rows = await q.copyIn(COPY_SQL, data);
+        const rows = await q.copyIn(traced ? COPY_TRACED_SQL : COPY_SQL, data);
         if (rows !== events.length) {
           throw new PostroomError('inbox_copy_inconsistent', `COPY wrote ${rows} of ${events.length} inbox rows`);
         }
@@ -233,16 +247,17 @@ export async function insertInboxBatch(q: Queryable, unordered: readonly NewInbo
     cols[11]![i] = e.secretIndex;
     cols[12]![i] = e.status;
     cols[13]![i] = e.lastError;
-    cols[16]![i] = e.traceContext ?? null;
+    if (traced) cols[16]![i] = e.traceContext ?? null;
   }
-  const res = await q.query<{ n: number; ids: string[] | null }>(INSERT_BATCH_SQL, [
+  const params = [
     ...cols.slice(0, 14).map(arrayLiteral),
     n,
     Buffer.concat(bodies, start - 1),
     arrayLiteral(cols[14]!),
     arrayLiteral(cols[15]!),
-    arrayLiteral(cols[16]!),
-  ]);
+  ];
+  if (traced) params.push(arrayLiteral(cols[16]!));
+  const res = await q.query<{ n: number; ids: string[] | null }>(traced ? INSERT_BATCH_TRACED_SQL : INSERT_BATCH_SQL, params);
   const ids = res.rows[0]?.ids;
   return ids ? new Set(ids) : new Set(events.map((e) => e.eventId));
 }

@@ -15,6 +15,8 @@ export interface IncomingEvent {
   /** Lower-case header names, as Node gives them. */
   headers: Headers;
   endpointId?: string | undefined;
+  /** The W3C traceparent of the request's span, stored with the event (undefined when tracing is off). */
+  traceContext?: string | undefined;
 }
 
 /** What a stored (or already stored) delivery's answer reports besides its kind: its type and its two ages, for the lag histograms. */
@@ -78,7 +80,7 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
   const ackWithin = createAckDeadline(options.ackTimeoutMs);
 
   /** Everything after the secrets: verify, parse, check the headers, and write; replies at once for a refusal. */
-  function withSecrets({ rawBody, headers, endpointId }: IncomingEvent, secretSet: SecretSet, reply: AcceptReply): void {
+  function withSecrets({ rawBody, headers, endpointId, traceContext }: IncomingEvent, secretSet: SecretSet, reply: AcceptReply): void {
     const verified = verifySignature({
       header: headers['x-service-signature'],
       body: rawBody,
@@ -104,6 +106,7 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
       return;
     }
     const row = inboxRow(rawBody, headers, envelope, verified.secretIndex, endpointId);
+    if (traceContext !== undefined) row.traceContext = traceContext;
     // The write or the ack budget, whichever ends first (one timer for all requests: ack-deadline.ts).
     ackWithin<InsertOutcome>(
       (settle) => writer.enqueue(row, settle),
