@@ -1,5 +1,4 @@
-import { propagation } from '@opentelemetry/api';
-import { SpanKind, SpanStatusCode, context, trace, tracer, type Span } from '../tracing/trace.js';
+import { SpanKind, SpanStatusCode, context, propagation, trace, tracer, type Span } from '../tracing/trace.js';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logging/logger.js';

@@ -4,8 +4,18 @@ import type { Logger } from '../logging/logger.js';
 import type { HotCounterChild, HotHistogramChild } from '../metrics/hot.js';
 import { createAckLagRecorder, type AckOutcome } from '../metrics/lag.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { ROOT_CONTEXT, propagation } from '@opentelemetry/api';
-import { ATTR, MESSAGING_SYSTEM, SpanKind, SpanStatusCode, trace, traceparentOf, tracer, type Span } from '../tracing/trace.js';
+import {
+  ATTR,
+  MESSAGING_SYSTEM,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  propagation,
+  trace,
+  traceparentOf,
+  tracer,
+  type Span,
+} from '../tracing/trace.js';
 import type { AcceptOutcome, IngressCore } from './accept.js';
 
 export interface WebhookHandlerOptions {

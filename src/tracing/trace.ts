@@ -5,6 +5,7 @@ import {
   TraceFlags,
   context,
   isSpanContextValid,
+  propagation,
   trace,
   type Attributes,
   type Context,
@@ -25,7 +26,7 @@ import { VERSION } from '../version.js';
  * of a payload (test/tracing/otlp.test.ts checks what an exporter receives).
  */
 /** ROOT_CONTEXT is the empty context: a span started in it is the root of a trace of its own. */
-export { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Span };
+export { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace, type Attributes, type Context, type Span };
 
 /** One tracer for the process; the API hands back a proxy that finds the SDK whenever one is registered. */
 export const tracer: Tracer = trace.getTracer('postroom', VERSION);
