@@ -3,7 +3,7 @@ import { request } from 'undici';
 import type { RunningServer } from '../../src/app/server.js';
 import { instantMs, newInstantFields, readInstant } from '../../src/events/calendar.js';
 import { signedAtSeconds, typeGroupOf } from '../../src/metrics/lag.js';
-import { openDefaultTestStore, type TestStore } from '../support/db.js';
+import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
 import { makeEvent, postEvent } from '../support/events.js';
 import { startServer } from '../../src/app/server.js';
 import { createWorkerComponent } from '../../src/app/worker-component.js';
@@ -52,12 +52,12 @@ describe('lag helpers', () => {
   });
 });
 
-describe('event age at acknowledgement and at processing', () => {
+describe.each(await availableStoreKinds())('event age at acknowledgement and at processing on %s', (kind) => {
   let store: TestStore;
   let server: RunningServer;
 
   beforeAll(async () => {
-    store = await openDefaultTestStore();
+    store = await openTestStore(kind);
     const config = loadConfig({ NODE_ENV: 'test', PORT: '0', POSTROOM_WEBHOOK_SECRETS: TEST_SECRET });
     server = await startServer({ config, logger: silentLogger(), db: store.db, components: [(deps) => createWorkerComponent(deps)] });
   });
