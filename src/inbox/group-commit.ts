@@ -1,7 +1,20 @@
 import type { Db, Queryable } from '../db/types.js';
 import { describeError, PostroomError, StoreUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
-import { ATTR, context, linksTo, ROOT_CONTEXT, SpanStatusCode, trace, tracer } from '../tracing/trace.js';
+import { ATTR, linksTo, ROOT_CONTEXT, SpanStatusCode, tracer, type Span } from '../tracing/trace.js';
+
+/**
+ * The span of the flush whose waiters are being told, while they are: ingress answers each request from inside
+ * the flush (accept.ts), so its request span can link to this one. A plain variable set around the loop, rather
+ * than the span made active with context.with(): nothing the answers call needs it active, and a variable costs
+ * no context object and no closure per flush.
+ */
+let answering: Span | undefined;
+
+/** The flush span whose waiters are being told right now, if any. */
+export function flushBeingAnswered(): Span | undefined {
+  return answering;
+}
 import { createCopyChoice, insertInboxBatch, isDataError, type CopyChoice } from './insert-queries.js';
 import type { InsertOutcome, NewInboxEvent } from './types.js';
 
@@ -99,21 +112,20 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     let inserted = 0;
     let ok = true;
     let progressed = false;
-    // The answers go out with the flush's span active, so that each request's span can link to it.
-    context.with(trace.setSpan(ROOT_CONTEXT, span), () => {
-      for (const [id, w] of firsts) {
-        const o = outcomes.get(id)!;
-        // An abandoned flush (store unavailable past its deadline) did not finish: it is no progress.
-        if (!(o instanceof StoreUnavailableError)) progressed = true;
-        if (o instanceof Error) ok = false;
-        else if (o !== 'duplicate') inserted++;
-        tell(options.logger, w, o);
-      }
-      for (const w of repeats ?? []) {
-        const o = outcomes.get(w.event.eventId)!;
-        tell(options.logger, w, o instanceof Error ? o : 'duplicate');
-      }
-    });
+    answering = span;
+    for (const [id, w] of firsts) {
+      const o = outcomes.get(id)!;
+      // An abandoned flush (store unavailable past its deadline) did not finish: it is no progress.
+      if (!(o instanceof StoreUnavailableError)) progressed = true;
+      if (o instanceof Error) ok = false;
+      else if (o !== 'duplicate') inserted++;
+      tell(options.logger, w, o);
+    }
+    for (const w of repeats ?? []) {
+      const o = outcomes.get(w.event.eventId)!;
+      tell(options.logger, w, o instanceof Error ? o : 'duplicate');
+    }
+    answering = undefined;
     if (progressed) lastFlushEnd = finished;
     if (span.isRecording()) {
       span.setAttributes({ 'postroom.flush.inserted': inserted, [ATTR.outcome]: ok ? 'committed' : 'failed' });

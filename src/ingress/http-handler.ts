@@ -11,11 +11,11 @@ import {
   SpanKind,
   SpanStatusCode,
   propagation,
-  trace,
   traceparentOf,
   tracer,
   type Span,
 } from '../tracing/trace.js';
+import { flushBeingAnswered } from '../inbox/group-commit.js';
 import type { AcceptOutcome, IngressCore } from './accept.js';
 
 export interface WebhookHandlerOptions {
@@ -305,9 +305,9 @@ function startRequestSpan(req: IncomingMessage, endpointId: string | undefined):
 function annotateStored(span: Span, outcome: AcceptOutcome): void {
   if (outcome.kind !== 'accepted' && outcome.kind !== 'duplicate' && outcome.kind !== 'quarantined') return;
   span.setAttributes({ [ATTR.messageId]: outcome.eventId, [ATTR.eventType]: outcome.type, 'postroom.signature.result': 'verified' });
-  // The answer runs inside the flush that committed the row (group-commit.ts makes its span the active one).
-  const flush = trace.getActiveSpan();
-  if (flush && flush !== span) span.addLink({ context: flush.spanContext(), attributes: { 'postroom.link': 'committed_in' } });
+  // The answer runs inside the flush that committed the row.
+  const flush = flushBeingAnswered();
+  if (flush) span.addLink({ context: flush.spanContext(), attributes: { 'postroom.link': 'committed_in' } });
 }
 
 function endRequestSpan(span: Span, outcome: string, reason: string): void {
