@@ -9,7 +9,8 @@
  * gets the migrations of its own build, so builds with different schemas compare too); `serve` is every role in one
  * process, the worker with the projection included, and counts what it stored, as ingress does, with
  * what it finished beside it (a change that slows the worker can raise the stored rate);
- * `ingress+--flag` adds Node options; `ingress-inbox_ordering_idx` runs it on an inbox without that index, more
+ * `ingress+--flag` adds Node options; `ingress~trace=0.01` exports traces over OTLP/HTTP to a sink this
+ * process runs, sampling that ratio; `ingress-inbox_ordering_idx` runs it on an inbox without that index, more
  * joined by `-`, which is what the index costs ingest), CPU_SECONDS, CPU_RUNS, CPU_PROF_DIR (every
  * receiver's process writes a --cpu-prof profile there).
  *
@@ -25,6 +26,7 @@ import type pg from 'pg';
 import { sampleRss, stop } from './lib/processes.js';
 import { median } from './lib/receivers.js';
 import { prepareDatabase, refuseDroppedIndexes, SECRET, startReceiver, tableOf, type BenchDatabase } from './lib/rigs.js';
+import { startOtlpSink } from './lib/otlp-sink.js';
 import { cachedRequests, requireWrk, runWrk } from './lib/wrk.js';
 
 const TICK = 100; // clock ticks per second on Linux
@@ -94,10 +96,14 @@ const runs = Number(process.env.CPU_RUNS ?? 3);
 const slices = Number(process.env.CPU_SLICES ?? 0);
 const profDir = process.env.CPU_PROF_DIR;
 requireWrk();
-if (slices > 0) {
-  await alternate();
-} else {
-  await oneAtATime();
+const sink = keys.some((k) => k.includes('~trace=')) ? await startOtlpSink() : undefined;
+if (sink) process.env.BENCH_OTLP_URL = sink.url;
+try {
+  if (slices > 0) await alternate();
+  else await oneAtATime();
+} finally {
+  if (sink) console.log(`OTLP sink: ${sink.requests()} export requests, ${(sink.bytes() / 1e6).toFixed(1)} MB`);
+  await sink?.close();
 }
 
 interface Measured {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Validates everything under deploy/ (and docs/runbook.md's alert anchors):
-#   - promtool check rules / test rules on deploy/prometheus/alerts*.yml
+#   - promtool check rules / test rules on each rule file of deploy/prometheus (alerts.yml, slo.yml)
+#     and its tests (<name>.test.yml)
 #   - promtool check config on deploy/prometheus/prometheus.yml (rule_files resolve)
 #   - every alert has a firing and a quiet test case, a runbook anchor that exists,
 #     and uses only metrics that src/metrics/metrics.ts exports
@@ -93,8 +94,10 @@ if ! command -v node > /dev/null 2>&1; then ko "node" "node is required (the pro
 # ------------------------------------------------------------ prometheus
 P=deploy/prometheus
 if command -v promtool > /dev/null 2>&1; then
-  run "promtool check rules" promtool check rules "$P/alerts.yml"
-  run "promtool test rules" promtool test rules "$P/alerts.test.yml"
+  for rules in alerts slo; do
+    run "promtool check rules $rules" promtool check rules "$P/$rules.yml"
+    run "promtool test rules $rules" promtool test rules "$P/$rules.test.yml"
+  done
   run "promtool check config" promtool check config "$P/prometheus.yml"
 fi
 

@@ -138,6 +138,7 @@ async function startIngress(
   name: string,
   nodeOptions?: string,
   role: 'ingress' | 'all' = 'ingress',
+  extraEnv: Record<string, string> = {},
 ): Promise<ChildProcess> {
   const nodeArgs = options.profDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profDir}/${name}`] : [];
   const [program, args] = command(options, [
@@ -160,6 +161,7 @@ async function startIngress(
       DATABASE_URL: url,
       POSTROOM_WEBHOOK_SECRETS: SECRET,
       POSTROOM_SIGNATURE_TOLERANCE_SECONDS: String(CACHED_TOLERANCE_SECONDS),
+      ...extraEnv,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -208,12 +210,30 @@ async function startGroupCommit(port: number, url: string, table: string, option
   return child;
 }
 
-/** `ingress` or `serve`, `…@/other/root` (another build), `…+--v8-flag` (NODE_OPTIONS), or both. */
+/**
+ * `…~trace=<ratio>`: the receiver exports traces over OTLP/HTTP (protobuf) to the sink at BENCH_OTLP_URL,
+ * sampling that ratio of the traces it starts (parentbased_traceidratio); without it, no OTEL_* is set and
+ * no SDK is loaded.
+ */
+export function tracingEnv(key: string): Record<string, string> {
+  const m = /~trace=([0-9.]+)/.exec(key.split('+')[0]!);
+  if (!m) return {};
+  const sink = process.env.BENCH_OTLP_URL;
+  if (!sink) throw new Error(`${key}: set BENCH_OTLP_URL to an OTLP/HTTP endpoint (bench/cpu.ts starts one)`);
+  return {
+    OTEL_EXPORTER_OTLP_ENDPOINT: sink,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+    OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+    OTEL_TRACES_SAMPLER_ARG: m[1]!,
+  };
+}
+
+/** `ingress` or `serve`, `…@/other/root` (another build), `…~trace=<ratio>` (tracing on), `…+--v8-flag` (NODE_OPTIONS). */
 function startIngressKey(key: string, port: number, url: string, options: ReceiverOptions): Promise<ChildProcess> {
   const [base, ...opts] = key.split('+');
-  const root = buildRoot(key) ?? ROOT;
+  const root = buildRoot(key.replace(/~trace=[0-9.]+/, '')) ?? ROOT;
   const role = base!.startsWith('serve') ? 'all' : 'ingress';
-  return startIngress(port, url, options, root, key.replace(/[^A-Za-z0-9_=-]/g, '_'), opts.join(' ') || undefined, role);
+  return startIngress(port, url, options, root, key.replace(/[^A-Za-z0-9_=-]/g, '_'), opts.join(' ') || undefined, role, tracingEnv(key));
 }
 
 /** Starts the receiver a key names (a group commit, `ingress…` or `serve…`) and resolves once it takes requests. */

@@ -348,8 +348,10 @@ def metric_names(expr: str) -> set[str]:
 
 def check_alerts(root: Path, catalogue_path: str | None) -> str:
     pdir = root / "deploy" / "prometheus"
-    rules = load_all(pdir / "alerts.yml")[0]
-    tests = load_all(pdir / "alerts.test.yml")[0]
+    # Each rule file of the folder with its tests: alerts.yml (alerts.test.yml), slo.yml (slo.test.yml).
+    rule_files = ["alerts", "slo"]
+    rules = {"groups": [g for f in rule_files for g in load_all(pdir / f"{f}.yml")[0]["groups"]]}
+    tests = {"tests": [t for f in rule_files for t in load_all(pdir / f"{f}.test.yml")[0].get("tests", [])]}
     runbook = root / "docs" / "runbook.md"
     anchors = set()
     if runbook.exists():

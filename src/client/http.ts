@@ -1,3 +1,4 @@
+import { SpanKind, SpanStatusCode, context, propagation, trace, tracer, type Span } from '../tracing/trace.js';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logging/logger.js';
@@ -147,7 +148,7 @@ export function createTransport(options: TransportOptions): Transport {
       const mayRetry = request.method !== 'POST' || request.idempotencyKey !== undefined;
       const deadline = clock.now() + options.deadlineMs;
       for (let attemptNo = 1; ; attemptNo++) {
-        const outcome = await timedAttempt(ctx, request, path, deadline);
+        const outcome = await timedAttempt(ctx, request, path, deadline, attemptNo);
         if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) {
           logger.debug(
             { operation: request.operation, method: request.method, status: outcome.status, attempt: attemptNo },
@@ -184,7 +185,44 @@ export function createTransport(options: TransportOptions): Transport {
 }
 
 /** One attempt, cut off at the overall deadline (or by the caller's signal), counted in the metrics. */
-async function timedAttempt(ctx: TransportContext, request: ApiRequest, path: string, deadline: number): Promise<AttemptOutcome> {
+async function timedAttempt(
+  ctx: TransportContext,
+  request: ApiRequest,
+  path: string,
+  deadline: number,
+  attemptNo: number,
+): Promise<AttemptOutcome> {
+  // One client span per request sent, as the HTTP conventions have it: the operation, the status, never the URL's ids or a header.
+  const parent = context.active();
+  const span = tracer.startSpan(`${request.method} ${request.operation}`, { kind: SpanKind.CLIENT }, parent);
+  try {
+    const outcome = await context.with(trace.setSpan(parent, span), () => measuredAttempt(ctx, request, path, deadline));
+    if (span.isRecording()) annotateAttempt(span, ctx, request, outcome, attemptNo);
+    return outcome;
+  } finally {
+    span.end();
+  }
+}
+
+function annotateAttempt(span: Span, ctx: TransportContext, request: ApiRequest, outcome: AttemptOutcome, attemptNo: number): void {
+  const origin = new URL(ctx.origin);
+  span.setAttributes({
+    'http.request.method': request.method,
+    'server.address': origin.hostname,
+    'server.port': Number(origin.port || (origin.protocol === 'https:' ? 443 : 80)),
+    'postroom.api.operation': request.operation,
+    ...(attemptNo > 1 ? { 'http.request.resend_count': attemptNo - 1 } : {}),
+  });
+  if (outcome.kind === 'response') {
+    span.setAttribute('http.response.status_code', outcome.status);
+    if (outcome.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR, message: String(outcome.status) });
+  } else {
+    span.setAttribute('error.type', outcome.code);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.code });
+  }
+}
+
+async function measuredAttempt(ctx: TransportContext, request: ApiRequest, path: string, deadline: number): Promise<AttemptOutcome> {
   const { clock, metrics } = ctx.options;
   const remaining = deadline - clock.now();
   const deadlineCtl = new AbortController();
@@ -219,6 +257,8 @@ async function attempt(ctx: TransportContext, request: ApiRequest, path: string,
     headers['content-type'] = 'application/json';
   }
   if (request.idempotencyKey !== undefined) headers['idempotency-key'] = request.idempotencyKey;
+  // traceparent, when an SDK registered a propagator: the service may join the trace.
+  propagation.inject(context.active(), headers);
   try {
     const res = await options.dispatcher.request({
       origin: ctx.origin,

@@ -9,6 +9,7 @@ import { RECONCILE_DEFAULTS } from '../reconciler/defaults.js';
 import { SIGNED_PAYLOAD_SCHEMES, type SignedPayloadScheme } from '../signature/index.js';
 import type { Env } from './env.js';
 import { int, list, oneOf, str, url } from './parse.js';
+import { loadTracingConfig, type TracingConfig } from './tracing.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -112,6 +113,8 @@ export interface Config {
   console: ConsoleConfig;
   /** V8's old-generation growing factor for `serve`, as a percent over 1 (src/app/heap-growth.ts); 0: V8 chooses. */
   heapGrowingPercent: number;
+  /** OpenTelemetry traces for `serve`, from the standard OTEL_* variables (src/config/tracing.ts). */
+  tracing: TracingConfig;
 }
 
 const MiB = 1024 * 1024;
@@ -200,6 +203,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     shutdownTimeoutMs: int(env, 'POSTROOM_SHUTDOWN_TIMEOUT_MS', 20_000, { min: 100, max: 600_000 }),
     heapGrowingPercent: int(env, 'POSTROOM_HEAP_GROWING_PERCENT', 100, { min: 0, max: 300 }),
     console: loadConsoleConfig(env, cwd),
+    tracing: loadTracingConfig(env),
   };
 }
 

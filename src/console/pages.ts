@@ -96,7 +96,6 @@ export async function loadEvent(
     event.correspondence_id ? explanationHistory(db, event.correspondence_id, { syntheticEventId: eventId, limit: 20 }) : [],
     gapOfEvent(db, eventId),
   ]);
-  const traceId = (event as { trace_id?: unknown }).trace_id;
   return {
     event,
     envelope: event.payload === null ? null : options.revealed ? event.payload : maskValue(event.payload),
@@ -104,7 +103,7 @@ export async function loadEvent(
     hold,
     evidence,
     gap,
-    traceId: typeof traceId === 'string' && traceId !== '' ? traceId : undefined,
+    traceId: event.trace_id || undefined,
   };
 }
 

@@ -103,3 +103,13 @@ export function readInstant(at: string, out: InstantFields): boolean {
   out.offsetMinutes = offsetMinutes;
   return true;
 }
+
+/** The instant readInstant filled `fields` with, in milliseconds since the epoch (the fraction past milliseconds dropped). */
+export function instantMs(fields: InstantFields): number {
+  const d = fields.fractionDigits;
+  const ms = d <= 3 ? fields.fraction * 10 ** (3 - d) : Math.floor(fields.fraction / 10 ** (d - 3));
+  const utc = Date.UTC(fields.year, fields.month - 1, fields.day, fields.hour, fields.minute, fields.second, ms);
+  // Date.UTC reads years 0-99 as 1900-1999; the envelope's years are four digits, and year 1 is as valid as any.
+  const years = fields.year < 100 ? new Date(utc).setUTCFullYear(fields.year) : utc;
+  return years - fields.offsetMinutes * 60_000;
+}

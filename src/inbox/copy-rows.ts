@@ -25,11 +25,18 @@ export interface CopyRow {
   correspondenceId: string | null;
   secretIndex: number | null;
   status: string;
+  /** The W3C traceparent the row was delivered in (migrations/028); absent or null when tracing is off. */
+  traceContext?: string | null;
 }
 
 export const COPY_COLUMNS =
   'event_id, type, occurred_at, raw_body, signature_header, headers, delivery_content_type, delivery_user_agent, ' +
   'endpoint_id, source, correspondence_id, secret_index, status';
+/**
+ * With a trace context (migrations/028) on some row of the flush: only then is the column written, so that
+ * with tracing off the COPY is the same as on a store without the column.
+ */
+export const COPY_COLUMNS_TRACED = `${COPY_COLUMNS}, trace_context`;
 const FIELDS = 13;
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
@@ -56,7 +63,8 @@ export function timestampMicros(at: string): number | undefined {
 }
 
 /** The whole COPY input for these rows, or undefined when one of them must be inserted from text. */
-export function encodeCopyRows(rows: readonly CopyRow[]): Buffer | undefined {
+export function encodeCopyRows(rows: readonly CopyRow[], traced = false): Buffer | undefined {
+  const fieldCount = traced ? FIELDS + 1 : FIELDS;
   const micros: number[] = new Array<number>(rows.length);
   // A UTF-16 code unit never takes more than 3 bytes of UTF-8.
   let capacity = HEADER_BYTES + 2;
@@ -72,7 +80,7 @@ export function encodeCopyRows(rows: readonly CopyRow[]): Buffer | undefined {
     }
     capacity +=
       2 +
-      4 * FIELDS +
+      4 * fieldCount +
       8 +
       2 +
       row.rawBody.length +
@@ -87,7 +95,8 @@ export function encodeCopyRows(rows: readonly CopyRow[]): Buffer | undefined {
           (row.endpointId?.length ?? 0) +
           row.source.length +
           (row.correspondenceId?.length ?? 0) +
-          row.status.length);
+          row.status.length +
+          (row.traceContext?.length ?? 0));
   }
   const buf = Buffer.allocUnsafe(capacity);
   let at = SIGNATURE.copy(buf, 0);
@@ -114,7 +123,7 @@ export function encodeCopyRows(rows: readonly CopyRow[]): Buffer | undefined {
   };
   for (let r = 0; r < rows.length; r++) {
     const row = rows[r]!;
-    at = buf.writeInt16BE(FIELDS, at);
+    at = buf.writeInt16BE(fieldCount, at);
     text(row.eventId);
     text(row.type);
     if (row.occurredAt === null) {
@@ -151,6 +160,7 @@ export function encodeCopyRows(rows: readonly CopyRow[]): Buffer | undefined {
       at = buf.writeInt16BE(row.secretIndex, at);
     }
     text(row.status);
+    if (traced) text(row.traceContext ?? null);
   }
   at = buf.writeInt16BE(-1, at);
   return buf.subarray(0, at);

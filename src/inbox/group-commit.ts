@@ -3,7 +3,21 @@ import { describeError, PostroomError, StoreUnavailableError } from '../errors.j
 import type { Logger } from '../logging/logger.js';
 import { EventInFlightError, flushLockSeed, type FlushLockSeed } from './flush-locks.js';
 import { createCopyChoice, insertFlush, isDataError, type CopyChoice } from './insert-queries.js';
+import { ATTR, linksTo, ROOT_CONTEXT, SpanStatusCode, tracer, type Span } from '../tracing/trace.js';
 import type { InsertOutcome, NewInboxEvent } from './types.js';
+
+/**
+ * The span of the flush whose waiters are being told, while they are: ingress answers each request from inside
+ * the flush (accept.ts), so its request span can link to this one. A plain variable set around the loop, rather
+ * than the span made active with context.with(): nothing the answers call needs it active, and a variable costs
+ * no context object and no closure per flush.
+ */
+let answering: Span | undefined;
+
+/** The flush span whose waiters are being told right now, if any. */
+export function flushBeingAnswered(): Span | undefined {
+  return answering;
+}
 
 /** Told once of a queued row's outcome: after the commit that holds it (or proves it already existed), or of the failure. */
 export interface WriteSink {
@@ -103,6 +117,12 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     }
     const events: NewInboxEvent[] = [];
     for (const w of firsts.values()) events.push(w.event);
+    // A flush commits many requests' rows: a span of its own, linked to theirs (and they to it, when answered).
+    const span = tracer.startSpan('postroom.inbox.flush', undefined, ROOT_CONTEXT);
+    if (span.isRecording()) {
+      span.addLinks(linksTo(events.map((e) => e.traceContext)));
+      span.setAttribute(ATTR.batchCount, batch.length);
+    }
     const started = performance.now();
     // Every statement of this flush shares one deadline; flushes running side by side each have their own.
     const store = flushTimeoutMs === undefined ? options.db : withDeadline(options.db, started + flushTimeoutMs);
@@ -112,6 +132,7 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     let inserted = 0;
     let ok = true;
     let progressed = false;
+    answering = span;
     for (const [id, w] of firsts) {
       const o = outcomes.get(id)!;
       // An abandoned flush (store unavailable past its deadline) did not finish: it is no progress.
@@ -120,11 +141,17 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
       else if (o !== 'duplicate') inserted++;
       tell(options.logger, w, o);
     }
-    if (progressed) lastFlushEnd = Math.max(lastFlushEnd, finished);
     for (const w of repeats ?? []) {
       const o = outcomes.get(w.event.eventId)!;
       tell(options.logger, w, o instanceof Error ? o : 'duplicate');
     }
+    answering = undefined;
+    if (progressed) lastFlushEnd = Math.max(lastFlushEnd, finished);
+    if (span.isRecording()) {
+      span.setAttributes({ 'postroom.flush.inserted': inserted, [ATTR.outcome]: ok ? 'committed' : 'failed' });
+      if (!ok) span.setStatus({ code: SpanStatusCode.ERROR, message: 'flush failed' });
+    }
+    span.end();
     options.onFlush?.({ rows: batch.length, inserted, durationMs: finished - started, ok });
   }
 

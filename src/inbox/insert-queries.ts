@@ -1,7 +1,7 @@
 import { arrayLiteral, type ArrayElement } from '../db/array-literal.js';
 import { named } from '../db/statement.js';
 import { PostroomError } from '../errors.js';
-import { COPY_COLUMNS, encodeCopyRows, type CopyRow } from './copy-rows.js';
+import { COPY_COLUMNS, COPY_COLUMNS_TRACED, encodeCopyRows, type CopyRow } from './copy-rows.js';
 import type { Queryable } from '../db/types.js';
 import { copyLocks, flushLockKeys, int4Array, type FlushLockKeys, type FlushLockSeed } from './flush-locks.js';
 import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
@@ -22,21 +22,28 @@ import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
  *   only when some were duplicates.
  * Prepared (named()): planning it would cost Postgres about 0.2 ms on every flush (bench/statements.ts).
  */
-const INSERT_BATCH_SQL = named('insert_batch', insertBatchText(false));
+const INSERT_BATCH_SQL = named('insert_batch', insertBatchText(false, false));
+// The trace context (migrations/028) only when a row of the flush has one: with tracing off, the statement
+// is the same as on a store without the column.
+const INSERT_BATCH_TRACED_SQL = named('insert_batch_traced', insertBatchText(false, true));
 
 /**
  * The same, for an ingress flush on Postgres: each row's advisory lock is tried first (flush-locks.ts), in
  * event-id order, and only the rows whose lock was free are inserted; `busy` lists the others. The batch is
  * read once, into a materialised CTE, so each lock is tried exactly once.
  */
-const INSERT_LOCKED_BATCH_SQL = named('insert_batch_locked', insertBatchText(true));
+const INSERT_LOCKED_BATCH_SQL = named('insert_batch_locked', insertBatchText(true, false));
+const INSERT_LOCKED_BATCH_TRACED_SQL = named('insert_batch_locked_traced', insertBatchText(true, true));
 
-function insertBatchText(locked: boolean): string {
+/** $1-$18 always; then the trace contexts when traced; then the lock keys when locked. */
+function insertBatchText(locked: boolean, traced: boolean): string {
+  const column = traced ? ', trace_context' : '';
+  const keyParam = traced ? 20 : 19;
   const input = `unnest(
     $1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int4[], $7::text[],
-    $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[], $17::text[], $18::text[]${locked ? ', $19::int4[], $20::int4[]' : ''}
+    $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[], $17::text[], $18::text[]${traced ? ', $19::text[]' : ''}${locked ? `, $${keyParam}::int4[], $${keyParam + 1}::int4[]` : ''}
   ) AS b(event_id, type, occurred_at, payload, raw_start, raw_length, signature_header,
-         headers, endpoint_id, source, correspondence_id, secret_index, status, last_error, content_type, user_agent${locked ? ', key_high, key_low' : ''})`;
+         headers, endpoint_id, source, correspondence_id, secret_index, status, last_error, content_type, user_agent${column}${locked ? ', key_high, key_low' : ''})`;
   return `
 WITH ${
     locked
@@ -46,11 +53,11 @@ WITH ${
   }inserted AS (
   INSERT INTO inbox (event_id, type, occurred_at, payload, raw_body, signature_header, headers,
                      delivery_content_type, delivery_user_agent,
-                     endpoint_id, source, correspondence_id, secret_index, status, last_error)
+                     endpoint_id, source, correspondence_id, secret_index, status, last_error${column})
   SELECT b.event_id, b.type, b.occurred_at, b.payload::jsonb,
          CASE WHEN b.raw_length IS NOT NULL THEN substring($16::bytea FROM b.raw_start FOR b.raw_length) END,
          b.signature_header, b.headers::jsonb, b.content_type, b.user_agent,
-         b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error
+         b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error${traced ? ', b.trace_context' : ''}
   FROM ${locked ? 'batch AS b WHERE b.free' : input}
   ON CONFLICT DO NOTHING
   RETURNING event_id
@@ -113,8 +120,16 @@ const COPY_LOCK_TIMEOUT = '50ms';
  * service's retries can make most flushes hold one, and each refused COPY would be
  * work thrown away; so after a refusal the writer inserts for a while (CopyChoice).
  */
-const COPY_AND_NOTIFY = `COPY inbox (${COPY_COLUMNS}) FROM STDIN (FORMAT binary); NOTIFY ${INBOX_CHANNEL}`;
-const COPY_SQL = `SELECT set_config('lock_timeout', '${COPY_LOCK_TIMEOUT}', true); ${COPY_AND_NOTIFY}`;
+const copyAndNotify = (columns: string): string => `COPY inbox (${columns}) FROM STDIN (FORMAT binary); NOTIFY ${INBOX_CHANNEL}`;
+const COPY_AND_NOTIFY = copyAndNotify(COPY_COLUMNS);
+const COPY_TRACED_AND_NOTIFY = copyAndNotify(COPY_COLUMNS_TRACED);
+const withLockTimeout = (copy: string): string => `SELECT set_config('lock_timeout', '${COPY_LOCK_TIMEOUT}', true); ${copy}`;
+
+/** Whether a row of the flush carries a trace context (the trace_context column is written only then). */
+function anyTraced(events: readonly NewInboxEvent[]): boolean {
+  for (const e of events) if (e.traceContext) return true;
+  return false;
+}
 
 /** SQLSTATE classes caused by the rows rather than the store being down. */
 export function isDataError(err: unknown): boolean {
@@ -129,7 +144,7 @@ function isLockWaitGivenUp(err: unknown): boolean {
 }
 
 /** The COPY input for these rows, or undefined when one of them needs the statement. */
-function copyInput(events: readonly NewInboxEvent[]): Buffer | undefined {
+function copyInput(events: readonly NewInboxEvent[], traced: boolean): Buffer | undefined {
   const rows: CopyRow[] = new Array<CopyRow>(events.length);
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
@@ -149,9 +164,10 @@ function copyInput(events: readonly NewInboxEvent[]): Buffer | undefined {
       correspondenceId: e.correspondenceId,
       secretIndex: e.secretIndex,
       status: e.status,
+      traceContext: e.traceContext ?? null,
     };
   }
-  return encodeCopyRows(rows);
+  return encodeCopyRows(rows, traced);
 }
 
 /** Whether a flush may try COPY: after a refusal, the next flushes insert, for longer after each refusal in a row. */
@@ -197,7 +213,7 @@ const byEventId = (a: NewInboxEvent, b: NewInboxEvent): number => (a.eventId < b
  * one, so waits never form a cycle. COPY keeps that order too.
  *
  * With `copy` (ingress's writer passes one) and a store that speaks COPY outside a
- * transaction, the batch goes in by COPY_SQL first and by the statement when COPY
+ * transaction, the batch goes in by COPY first and by the statement when COPY
  * is refused; every other writer (the reconciler, in its transaction) inserts.
  */
 export async function insertInboxBatch(q: Queryable, unordered: readonly NewInboxEvent[], copy?: CopyChoice): Promise<Set<string>> {
@@ -232,11 +248,13 @@ async function insertRows(
   if (unordered.length === 0) return { inserted: new Set(), busy: undefined };
   const events = unordered.length === 1 ? unordered : [...unordered].sort(byEventId);
   const keys = locks && flushLockKeys(locks, events);
+  const traced = anyTraced(events);
   if (copy && q.copyIn && copy.use()) {
-    const data = copyInput(events);
+    const data = copyInput(events, traced);
     if (data) {
       try {
-        const rows = await q.copyIn(keys ? `${copyLocks(keys, COPY_LOCK_TIMEOUT)} ${COPY_AND_NOTIFY}` : COPY_SQL, data);
+        const copySql = traced ? COPY_TRACED_AND_NOTIFY : COPY_AND_NOTIFY;
+        const rows = await q.copyIn(keys ? `${copyLocks(keys, COPY_LOCK_TIMEOUT)} ${copySql}` : withLockTimeout(copySql), data);
         if (rows !== events.length) {
           throw new PostroomError('inbox_copy_inconsistent', `COPY wrote ${rows} of ${events.length} inbox rows`);
         }
@@ -251,8 +269,8 @@ async function insertRows(
     }
   }
   const res = await q.query<{ n: number; ids: string[] | null; busy?: string[] | null }>(
-    keys ? INSERT_LOCKED_BATCH_SQL : INSERT_BATCH_SQL,
-    statementParams(events, keys),
+    keys ? (traced ? INSERT_LOCKED_BATCH_TRACED_SQL : INSERT_LOCKED_BATCH_SQL) : traced ? INSERT_BATCH_TRACED_SQL : INSERT_BATCH_SQL,
+    statementParams(events, keys, traced),
   );
   const ids = res.rows[0]?.ids;
   const busy = res.rows[0]?.busy;
@@ -260,9 +278,9 @@ async function insertRows(
 }
 
 /** The statement's parameters: a column array each, the bodies as one bytea, and the lock keys when locking. */
-function statementParams(events: readonly NewInboxEvent[], keys: FlushLockKeys | undefined): unknown[] {
+function statementParams(events: readonly NewInboxEvent[], keys: FlushLockKeys | undefined, traced: boolean): unknown[] {
   const n = events.length;
-  const cols: ArrayElement[][] = Array.from({ length: 16 }, () => new Array<ArrayElement>(n));
+  const cols: ArrayElement[][] = Array.from({ length: 17 }, () => new Array<ArrayElement>(n));
   const bodies: Uint8Array[] = [];
   // 1-based, as substring counts.
   let start = 1;
@@ -289,6 +307,7 @@ function statementParams(events: readonly NewInboxEvent[], keys: FlushLockKeys |
     cols[11]![i] = e.secretIndex;
     cols[12]![i] = e.status;
     cols[13]![i] = e.lastError;
+    if (traced) cols[16]![i] = e.traceContext ?? null;
   }
   const params: unknown[] = [
     ...cols.slice(0, 14).map(arrayLiteral),
@@ -297,6 +316,7 @@ function statementParams(events: readonly NewInboxEvent[], keys: FlushLockKeys |
     arrayLiteral(cols[14]!),
     arrayLiteral(cols[15]!),
   ];
+  if (traced) params.push(arrayLiteral(cols[16]!));
   if (keys) params.push(int4Array(keys.high), int4Array(keys.low));
   return params;
 }

@@ -37,7 +37,8 @@ const HEADERS = `CASE WHEN headers IS NULL AND (delivery_content_type IS NOT NUL
 export async function getInboxEvent(q: Queryable, eventId: string): Promise<InboxDetail | undefined> {
   const res = await q.query<InboxDetail & { raw_body: Uint8Array | null }>(
     `SELECT ${RECORD_COLUMNS}, payload, ${HEADERS}, secret_index, locked_by, locked_until, pruned_at,
-            octet_length(raw_body) AS raw_body_bytes, CASE WHEN payload IS NULL THEN raw_body END AS raw_body
+            octet_length(raw_body) AS raw_body_bytes, CASE WHEN payload IS NULL THEN raw_body END AS raw_body,
+            split_part(trace_context, '-', 2) AS trace_id
      FROM inbox WHERE event_id = $1`,
     [eventId],
   );

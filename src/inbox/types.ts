@@ -22,6 +22,8 @@ export interface NewInboxEvent {
   secretIndex: number | null;
   status: 'received' | 'quarantined';
   lastError: string | null;
+  /** The W3C traceparent of the span that wrote it (migrations/028), when tracing is on. */
+  traceContext?: string | null;
 }
 
 /**
@@ -54,4 +56,6 @@ export interface InboxDetail extends InboxRecord {
   locked_until: Date | null;
   pruned_at: Date | null;
   raw_body_bytes: number | null;
+  /** The trace the event was delivered (or written by the reconciler) in, when tracing was on (migrations/028). */
+  trace_id?: string | null;
 }

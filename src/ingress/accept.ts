@@ -16,11 +16,25 @@ export interface IncomingEvent {
   /** Lower-case header names, as Node gives them. */
   headers: Headers;
   endpointId?: string | undefined;
+  /** The W3C traceparent of the request's span, stored with the event (undefined when tracing is off). */
+  traceContext?: string | undefined;
+}
+
+/** What a stored (or already stored) delivery's answer reports besides its kind: its type and its two ages, for the lag histograms. */
+interface StoredFacts {
+  eventId: string;
+  type: string;
+  secretLabel: string;
+  skewSeconds: number;
+  /** Seconds since the signature's timestamp, at the answer. */
+  signedAgeSeconds: number;
+  /** Seconds since the envelope's `at`, at the answer; NaN when the body is no valid envelope. */
+  occurredAgeSeconds: number;
 }
 
 export type AcceptOutcome =
-  | { kind: 'accepted' | 'duplicate'; eventId: string; secretLabel: string; skewSeconds: number }
-  | { kind: 'quarantined'; eventId: string; reason: string; secretLabel: string; skewSeconds: number; duplicate: boolean }
+  | ({ kind: 'accepted' | 'duplicate' } & StoredFacts)
+  | ({ kind: 'quarantined'; reason: string; duplicate: boolean } & StoredFacts)
   | { kind: 'invalid_signature'; reason: SignatureFailureReason; skewSeconds?: number }
   | { kind: 'mismatched'; field: 'event_id' | 'type' }
   | { kind: 'unavailable'; retryAfterSeconds: number; reason: 'store_error' | 'ack_timeout' | 'in_flight' };
@@ -67,7 +81,7 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
   const ackWithin = createAckDeadline(options.ackTimeoutMs);
 
   /** Everything after the secrets: verify, parse, check the headers, and write; replies at once for a refusal. */
-  function withSecrets({ rawBody, headers, endpointId }: IncomingEvent, secretSet: SecretSet, reply: AcceptReply): void {
+  function withSecrets({ rawBody, headers, endpointId, traceContext }: IncomingEvent, secretSet: SecretSet, reply: AcceptReply): void {
     const verified = verifySignature({
       header: headers['x-service-signature'],
       body: rawBody,
@@ -93,6 +107,7 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
       return;
     }
     const row = inboxRow(rawBody, headers, envelope, verified.secretIndex, endpointId);
+    if (traceContext !== undefined) row.traceContext = traceContext;
     // The write or the ack budget, whichever ends first (one timer for all requests: ack-deadline.ts).
     ackWithin<InsertOutcome>(
       (settle) => writer.enqueue(row, settle),
@@ -100,7 +115,7 @@ export function createIngressCore(options: IngressCoreOptions): IngressCore {
         // Runs inside the writer's flush or the deadline's timer: whatever fails here, the sender still gets an answer.
         let outcome: AcceptOutcome;
         try {
-          outcome = outcomeAfterWrite(options, result, envelope, secretLabel, verified.skewSeconds, endpointId);
+          outcome = outcomeAfterWrite(options, result, envelope, secretLabel, verified, endpointId);
         } catch (err) {
           logger.error({ event_id: envelope.eventId, err }, 'ingress failed after the write; answering 503 so the sender retries');
           outcome = STORE_ERROR;
@@ -220,7 +235,7 @@ function outcomeAfterWrite(
   result: InsertOutcome | 'timeout',
   envelope: ParsedEnvelope,
   secretLabel: string,
-  skewSeconds: number,
+  signature: { timestamp: number; skewSeconds: number },
   endpointId: string | undefined,
 ): AcceptOutcome {
   const { logger } = options;
@@ -232,7 +247,14 @@ function outcomeAfterWrite(
   // Quarantined: the envelope check refused the body, or the store refused a row the check passed
   // (the writer then kept its bytes as quarantined and logged the store's error).
   const refusedByStore = result === 'quarantined';
-  if (!refusedByStore && envelope.ok) return { kind: result, eventId: envelope.eventId, secretLabel, skewSeconds };
+  const nowMs = options.clock.now();
+  const { skewSeconds } = signature;
+  const signedAgeSeconds = nowMs / 1000 - signature.timestamp;
+  const occurredAgeSeconds = envelope.ok ? (nowMs - envelope.atMs) / 1000 : NaN;
+  const { eventId, type } = envelope;
+  // One object per answer, as before the ages were added: no facts object spread into it.
+  if (!refusedByStore && envelope.ok)
+    return { kind: result, eventId, type, secretLabel, skewSeconds, signedAgeSeconds, occurredAgeSeconds };
   // The writer answers 'quarantined' only for a row it was given as received, so envelope.ok holds then.
   const reason = envelope.ok ? 'the store refused the event; kept as quarantined (the inbox row gives the store error)' : envelope.reason;
   if (result !== 'duplicate') {
@@ -249,5 +271,15 @@ function outcomeAfterWrite(
       source: 'ingress',
     });
   }
-  return { kind: 'quarantined', eventId: envelope.eventId, reason, secretLabel, skewSeconds, duplicate: result === 'duplicate' };
+  return {
+    kind: 'quarantined',
+    reason,
+    duplicate: result === 'duplicate',
+    eventId,
+    type,
+    secretLabel,
+    skewSeconds,
+    signedAgeSeconds,
+    occurredAgeSeconds,
+  };
 }

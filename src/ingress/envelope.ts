@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { newInstantFields, readInstant } from '../events/calendar.js';
+import { instantMs, newInstantFields, readInstant } from '../events/calendar.js';
 
 /**
  * Turns verified bytes into the fields the inbox needs. Never throws: anything the
@@ -12,6 +12,8 @@ export type ParsedEnvelope =
       eventId: string;
       type: string;
       at: string;
+      /** `at` in milliseconds since the epoch, read with the check (for the lag histograms). */
+      atMs: number;
       correspondenceId: string | null;
       /** The body as text; stored as jsonb without re-serialising. */
       json: string;
@@ -79,6 +81,8 @@ export function parseEnvelope(body: Uint8Array): ParsedEnvelope {
     eventId,
     type,
     at,
+    // isStorableTimestamp filled `fields` with this `at` just above.
+    atMs: instantMs(fields),
     correspondenceId: typeof cid === 'string' && isStorableId(cid) ? cid : null,
     json: text,
   };

@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { ConfigError } from '../errors.js';
 import { HotCounter, HotGauge, HotHistogram } from './hot.js';
 import { EVENT_TYPE_LABELS } from './labels.js';
+import { LAG_BUCKETS } from './lag.js';
 
 export { EVENT_TYPE_LABELS };
 
@@ -47,6 +48,7 @@ export function createMetrics(options: MetricsOptions = {}) {
     // Registered in this order, which /metrics keeps.
     ...ingressMetrics(r),
     ...workerMetrics(r),
+    ...lagMetrics(r),
     ...reconcileMetrics(r),
     ...probeMetrics(r),
     ...storeMetrics(r),
@@ -159,6 +161,30 @@ function workerMetrics(r: Registry[]) {
       name: 'postroom_events_processed_total',
       help: 'Events finished by the worker, by event type and final status (processed, skipped, quarantined, dead).',
       labelNames: ['event_type', 'status'],
+      registers: r,
+    }),
+  };
+}
+
+/**
+ * An event's age (src/metrics/lag.ts): since the signature's timestamp (`since="signed"`) and since the
+ * envelope's `at` (`since="occurred"`), by the group of its type. The lag SLO is read from these.
+ */
+function lagMetrics(r: Registry[]) {
+  return {
+    ackAge: new HotHistogram({
+      name: 'postroom_event_age_at_ack_seconds',
+      help: 'Age of a delivered event when it was acknowledged, since the signature timestamp (since="signed") or the envelope\'s at (since="occurred"), by type group and outcome (accepted, duplicate, quarantined).',
+      labelNames: ['since', 'type_group', 'outcome'],
+      buckets: LAG_BUCKETS,
+      registers: r,
+    }),
+    // source="reconciler" apart: a synthetic event's age is the outage it closes, not the pipeline's lag.
+    processedAge: new HotHistogram({
+      name: 'postroom_event_age_at_processing_seconds',
+      help: 'Age of an event when the worker finished it, since the signature timestamp (since="signed", webhook events only) or the envelope\'s at (since="occurred"), by type group, final status (processed, skipped, quarantined, dead) and source (webhook, reconciler, replay).',
+      labelNames: ['since', 'type_group', 'outcome', 'source'],
+      buckets: LAG_BUCKETS,
       registers: r,
     }),
   };

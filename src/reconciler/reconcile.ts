@@ -1,3 +1,4 @@
+import { ATTR, ROOT_CONTEXT, inSpan } from '../tracing/trace.js';
 import os from 'node:os';
 import type { ApiClient } from '../client/client.js';
 import type { Config } from '../config/config.js';
@@ -64,7 +65,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       const options: ReconcileOptions = { ...deps.defaults, ...given };
       const deadline = clock.now() + (options.waitMs ?? 0);
       for (;;) {
-        const result = await db.withAdvisoryLock(RECONCILE_LOCK, () => runLocked(inner, holder, options), { wait: false });
+        const result = await db.withAdvisoryLock(RECONCILE_LOCK, () => tracedRun(inner, holder, options), { wait: false });
         if (result.acquired) return { ran: true, summary: result.value };
         if (clock.now() >= deadline || options.signal?.aborted) {
           const held = await currentRun(db).catch(() => undefined);
@@ -79,6 +80,29 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       }
     },
   };
+}
+
+/** A run in a span of its own: its re-reads, API calls and the synthetic events it writes are in its trace. */
+function tracedRun(deps: RunDeps, holder: string, options: ReconcileOptions): Promise<ReconcileSummary> {
+  return inSpan(
+    'postroom.reconcile',
+    { attributes: { 'postroom.reconcile.dry_run': options.dryRun ?? false } },
+    ROOT_CONTEXT,
+    async (span) => {
+      const summary = await runLocked(deps, holder, options);
+      if (span.isRecording()) {
+        span.setAttributes({
+          [ATTR.outcome]: summary.outcome,
+          'postroom.reconcile.gaps_found': summary.gaps_found,
+          'postroom.reconcile.gaps_open': summary.gaps_open,
+          'postroom.reconcile.correspondences_reread': summary.correspondences_reread,
+          'postroom.reconcile.synthetic_written': summary.synthetic_events_written,
+        });
+        if (summary.run_id !== null) span.setAttribute('postroom.reconcile.run_id', String(summary.run_id));
+      }
+      return summary;
+    },
+  );
 }
 
 /** One run, under the lock: both passes, then the summary recorded and reported. */

@@ -13,6 +13,7 @@ import { saveServiceState } from './service-state-queries.js';
 import { getListingWatermark, saveListingWatermark } from './state-queries.js';
 import { planCorrespondence, toInboxRow, type Explanation, type ServiceFile } from './synthetic.js';
 import type { ReconcileOptions, ReconcilerApi } from './types.js';
+import { context, inSpan, recordFailure, traceparentOf } from '../tracing/trace.js';
 
 export interface RereadResult {
   source: 'listing' | 'known';
@@ -60,30 +61,44 @@ export async function rereadFiles(deps: RereadDeps, options: RereadOptions): Pro
   const result: RereadResult = { source: 'listing', ok: new Set(), failures: [], planned: 0, written: 0, standing: [] };
   const concurrency = options.rereadConcurrency ?? RECONCILE_DEFAULTS.rereadConcurrency;
 
-  const apply = async (file: ServiceFile): Promise<void> => {
-    const id = file.correspondence_id;
-    try {
-      const projected = await getProjectedCorrespondence(db, id);
-      const plan = planCorrespondence(file, projected, new Date(clock.now()), options.matchWindowMs);
-      result.planned += plan.events.length;
-      if (!options.dryRun && (plan.events.length || plan.explanations.length)) {
-        const written = await db.transaction(async (tx) => {
-          const rows = plan.events.length ? await insertInboxBatch(tx, plan.events.map(toInboxRow)) : new Set<string>();
-          await insertExplanations(tx, plan.explanations, options.runId);
-          return rows.size;
-        });
-        // Not `result.written += await …`: that reads the total before the await and loses concurrent counts.
-        result.written += written;
+  /**
+   * One file's re-read, in a span of the reconcile run's trace. The synthetic events it writes carry that
+   * span's traceparent, so the worker's processing of each, and its handlers, join the run's trace.
+   */
+  const apply = (file: ServiceFile): Promise<void> =>
+    inSpan('postroom.reconcile.reread', {}, context.active(), async (span) => {
+      const id = file.correspondence_id;
+      try {
+        const projected = await getProjectedCorrespondence(db, id);
+        const plan = planCorrespondence(file, projected, new Date(clock.now()), options.matchWindowMs);
+        result.planned += plan.events.length;
+        if (span.isRecording()) span.setAttribute('postroom.synthetic.planned', plan.events.length);
+        if (!options.dryRun && (plan.events.length || plan.explanations.length)) {
+          const traceContext = traceparentOf(span);
+          const written = await db.transaction(async (tx) => {
+            const rows = plan.events.length
+              ? await insertInboxBatch(
+                  tx,
+                  plan.events.map((e) => ({ ...toInboxRow(e), traceContext })),
+                )
+              : new Set<string>();
+            await insertExplanations(tx, plan.explanations, options.runId);
+            return rows.size;
+          });
+          // Not `result.written += await …`: that reads the total before the await and loses concurrent counts.
+          result.written += written;
+          if (span.isRecording()) span.setAttribute('postroom.synthetic.written', written);
+        }
+        // What the service answered, for the console's timeline beside the projection.
+        if (!options.dryRun) await saveServiceState(db, file, new Date(clock.now()), options.runId);
+        result.ok.add(id);
+        result.standing.push(...plan.standing);
+      } catch (err) {
+        recordFailure(span, err);
+        result.failures.push({ correspondence_id: id, error: describeError(err).slice(0, 300) });
       }
-      // What the service answered, for the console's timeline beside the projection.
-      if (!options.dryRun) await saveServiceState(db, file, new Date(clock.now()), options.runId);
-      result.ok.add(id);
-      result.standing.push(...plan.standing);
-    } catch (err) {
-      result.failures.push({ correspondence_id: id, error: describeError(err).slice(0, 300) });
-    }
-    options.onFile();
-  };
+      options.onFile();
+    });
   const fetchAndApply = async (id: string): Promise<void> => {
     let file: ServiceFile;
     try {

@@ -15,6 +15,12 @@ export interface ClaimedEvent {
   correspondence_id: string | null;
   source: InboxSource;
   received_at: Date;
+  /** The envelope's `at`; null for a quarantined row. */
+  occurred_at: Date | null;
+  /** The delivery's X-Service-Signature (its `t=` is the lag's other origin); null for a synthetic event. */
+  signature_header: string | null;
+  /** The W3C traceparent of the request that delivered it (migrations/028), when tracing was on. */
+  trace_context: string | null;
 }
 
 /** A claim: its inbox_attempts row and its events in the order they must run. */
@@ -89,7 +95,8 @@ function claimSql(limit: number, holdSeconds: number): NamedStatement {
     `
 WITH candidates AS MATERIALIZED (
   SELECT c.event_id, c.correspondence_id, c.occurred_at, c.received_at, c.type, c.payload,
-         CASE WHEN c.payload IS NULL THEN c.raw_body END AS raw_body, c.attempts, c.source
+         CASE WHEN c.payload IS NULL THEN c.raw_body END AS raw_body, c.attempts, c.source,
+         c.signature_header, c.trace_context
   FROM inbox c
   WHERE c.status IN ('received', 'failed')
     AND c.next_attempt_at <= now()
@@ -124,7 +131,8 @@ batch AS (
   RETURNING batch_id, cardinality(event_ids) AS size
 )
 SELECT b.batch_id::text AS batch_id, b.size, c.event_id, c.type, c.payload, c.raw_body,
-       c.attempts + 1 AS attempts, c.correspondence_id, c.source, c.received_at
+       c.attempts + 1 AS attempts, c.correspondence_id, c.source, c.received_at,
+       c.occurred_at, c.signature_header, c.trace_context
 FROM batch b CROSS JOIN claimable c
 ORDER BY c.occurred_at NULLS FIRST, c.event_id COLLATE "C"`,
   );

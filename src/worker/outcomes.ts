@@ -1,11 +1,12 @@
 import { EventError, reportEventError, type OnErrorHook } from '../events/event-error.js';
 import type { Logger } from '../logging/logger.js';
 import { eventTypeLabel } from '../metrics/labels.js';
+import { signedAtSeconds, typeGroupOf } from '../metrics/lag.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { EventOutcome } from './process-batch.js';
 
 /** Counts a committed batch's outcomes: handler durations and failures, and each event that reached its final status. */
-export function recordOutcomes(metrics: Metrics | undefined, outcomes: readonly EventOutcome[]): void {
+export function recordOutcomes(metrics: Metrics | undefined, outcomes: readonly EventOutcome[], nowMs = Date.now()): void {
   if (!metrics) return;
   for (const { row, completion, handlerRun } of outcomes) {
     const label = eventTypeLabel(row.type);
@@ -13,8 +14,20 @@ export function recordOutcomes(metrics: Metrics | undefined, outcomes: readonly 
       metrics.handlerDuration.hot({ event_type: label }).observe(handlerRun.durationMs / 1000);
       if (handlerRun.outcome === 'failed') metrics.handlerFailures.hot({ event_type: label }).inc();
     }
-    if (completion.attemptsDelta === 0 && completion.status !== 'failed')
+    if (completion.attemptsDelta === 0 && completion.status !== 'failed') {
       metrics.eventsProcessed.hot({ event_type: label, status: completion.status }).inc();
+      observeAge(metrics, row, completion.status, nowMs);
+    }
+  }
+}
+
+/** The event's age as the worker finished it, from both origins; an origin the row does not have is skipped. */
+function observeAge(metrics: Metrics, row: EventOutcome['row'], status: string, nowMs: number): void {
+  const common = { type_group: typeGroupOf(row.type), outcome: status, source: row.source };
+  const signedAt = signedAtSeconds(row.signature_header);
+  if (!Number.isNaN(signedAt)) metrics.processedAge.hot({ since: 'signed', ...common }).observe(Math.max(0, nowMs / 1000 - signedAt));
+  if (row.occurred_at !== null) {
+    metrics.processedAge.hot({ since: 'occurred', ...common }).observe(Math.max(0, (nowMs - row.occurred_at.getTime()) / 1000));
   }
 }
 

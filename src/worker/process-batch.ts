@@ -12,6 +12,8 @@ import type { ClaimedBatch, ClaimedEvent } from './claim-queries.js';
 import { completeEvents, takeBatch, takeOneOfBatch, type Completion } from './complete-queries.js';
 import type { WorkerOptions } from './options.js';
 import { runHandlers, type HandlerRun } from './run-handlers.js';
+import { eventTypeLabel } from '../metrics/labels.js';
+import { ATTR, MESSAGING_SYSTEM, SpanKind, SpanStatusCode, contextFromTraceparent, trace, tracer } from '../tracing/trace.js';
 
 export interface BatchContext<Api> {
   db: Db;
@@ -109,7 +111,7 @@ async function runBatch<Api>(bc: BatchContext<Api>, tx: Queryable, entries: read
   const outcomes: EventOutcome[] = [];
   for (const [i, entry] of entries.entries()) {
     const giveBack = i >= BASE_CLAIM_SIZE && performance.now() - started > i * QUICK_EVENT_MS;
-    outcomes.push(await runOne(bc, tx, entry, held, giveBack));
+    outcomes.push(await runTraced(bc, tx, entry, held, giveBack));
   }
 
   const finishedWithCorrespondence = outcomes.some(
@@ -123,7 +125,52 @@ async function runBatch<Api>(bc: BatchContext<Api>, tx: Queryable, entries: read
   return outcomes;
 }
 
-async function runOne<Api>(bc: BatchContext<Api>, tx: Queryable, entry: Entry, held: Set<string>, giveBack = false): Promise<EventOutcome> {
+/**
+ * runOne inside the event's processing span: a consumer span, the child of the span of the request that
+ * delivered the event (its stored traceparent, migrations/028), or of the reconcile run that wrote it; so
+ * the handlers' spans, its children, are in that trace.
+ */
+async function runTraced<Api>(
+  bc: BatchContext<Api>,
+  tx: Queryable,
+  entry: Entry,
+  held: Set<string>,
+  giveBack: boolean,
+): Promise<EventOutcome> {
+  const { row } = entry;
+  const parent = contextFromTraceparent(row.trace_context);
+  const span = tracer.startSpan(`process ${eventTypeLabel(row.type)}`, { kind: SpanKind.CONSUMER }, parent);
+  if (span.isRecording()) {
+    span.setAttributes({
+      [ATTR.messagingSystem]: MESSAGING_SYSTEM,
+      [ATTR.operationType]: 'process',
+      [ATTR.messageId]: row.event_id,
+      [ATTR.eventType]: row.type,
+      [ATTR.source]: row.source,
+      [ATTR.attempt]: row.attempts,
+    });
+  }
+  try {
+    const outcome = await runOne(bc, tx, entry, held, giveBack, trace.setSpan(parent, span));
+    if (span.isRecording()) {
+      span.setAttribute(ATTR.outcome, outcome.completion.status);
+      if (outcome.completion.status === 'failed' || outcome.completion.status === 'dead')
+        span.setStatus({ code: SpanStatusCode.ERROR, message: `handler failed; ${outcome.completion.status}` });
+    }
+    return outcome;
+  } finally {
+    span.end();
+  }
+}
+
+async function runOne<Api>(
+  bc: BatchContext<Api>,
+  tx: Queryable,
+  entry: Entry,
+  held: Set<string>,
+  giveBack: boolean,
+  traceContext: ReturnType<typeof contextFromTraceparent>,
+): Promise<EventOutcome> {
   const { row, validated } = entry;
   const done = (completion: Omit<Completion, 'eventId'>, handlerRun?: HandlerRun): EventOutcome => ({
     row,
@@ -159,6 +206,7 @@ async function runOne<Api>(bc: BatchContext<Api>, tx: Queryable, entry: Entry, h
     logger: bc.logger,
     timeoutMs: bc.options.handlerTimeoutMs,
     stopSignal: bc.stopSignal,
+    trace: traceContext,
   });
   if (run.outcome === 'ok') return done({ status: 'processed', error: null, retryInMs: null, attemptsDelta: 0 }, run);
   if (run.outcome === 'interrupted') {

@@ -6,6 +6,8 @@ import type { BoundHandler } from '../events/registry.js';
 import type { Logger } from '../logging/logger.js';
 import { HandlerInterruptedError, HandlerTimeoutError } from './errors.js';
 import { openHandlerTx } from './handler-tx.js';
+import { eventTypeLabel } from '../metrics/labels.js';
+import { ROOT_CONTEXT, inSpan, type Context } from '../tracing/trace.js';
 
 export type HandlerRun =
   | { outcome: 'ok'; durationMs: number }
@@ -22,6 +24,8 @@ export interface HandlerRunInput<Api> {
   timeoutMs: number;
   /** Aborted when the worker's stop deadline passes. */
   stopSignal: AbortSignal;
+  /** The worker's span for the event: each handler's span is its child, and the active span while the handler runs. */
+  trace?: Context | undefined;
 }
 
 /**
@@ -51,8 +55,20 @@ export async function runHandlers<Api>(input: HandlerRunInput<Api>): Promise<Han
   });
   limits.catch(() => undefined);
 
+  const spanName = `handle ${eventTypeLabel(input.event.type)}`;
+  const parent = input.trace ?? ROOT_CONTEXT;
   const run = async (): Promise<void> => {
-    for (const handler of input.handlers) await handler(input.event, ctx);
+    for (const [i, handler] of input.handlers.entries()) {
+      // Active while the handler runs: what it calls (pg, HTTP) under an SDK's instrumentations lands inside.
+      await inSpan(
+        spanName,
+        { attributes: { 'postroom.handler.index': i, ...(handler.name ? { 'code.function.name': handler.name } : {}) } },
+        parent,
+        async () => {
+          await handler(input.event, ctx);
+        },
+      );
+    }
   };
 
   let error: unknown;

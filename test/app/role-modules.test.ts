@@ -53,8 +53,8 @@ describe.skipIf(!pg)('modules a role loads', () => {
     await store?.cleanup();
   });
 
-  async function modulesOf(role: string): Promise<string[]> {
-    const log = path.join(dir, `${role}.log`);
+  async function modulesOf(role: string, env: Record<string, string> = {}): Promise<string[]> {
+    const log = path.join(dir, `${role}${Object.keys(env).length ? '-env' : ''}.log`);
     const port = await freePort();
     const proc = spawnCli(
       ['serve', '--role', role],
@@ -63,6 +63,7 @@ describe.skipIf(!pg)('modules a role loads', () => {
         PORT: String(port),
         POSTROOM_WEBHOOK_SECRETS: 'whsec_role_modules_0123456789',
         POSTROOM_TEST_MODULE_LOG: log,
+        ...env,
       },
       ['--import', path.join(dir, 'register.mjs')],
     );
@@ -86,5 +87,17 @@ describe.skipIf(!pg)('modules a role loads', () => {
     expect(loaded.some((u) => /\/src\/worker\//.test(u))).toBe(true);
     expect(loaded.some((u) => u.endsWith('/src/app/worker-component.ts'))).toBe(true);
     expect(loaded.some((u) => u.endsWith('/src/app/reconciler-component.ts'))).toBe(false);
+  });
+
+  // The SDK only when OTEL_* asks for traces; the API (whose spans are no-ops without it) always.
+  const SDK = /\/node_modules\/@opentelemetry\/(sdk-trace|exporter-trace-otlp-[a-z]+|context-async-hooks|resources|core)\//;
+  it('loads no OpenTelemetry SDK module without OTEL_* settings, and the SDK and its exporter with them', async () => {
+    const off = await modulesOf('ingress');
+    expect(off.some((u) => /\/node_modules\/@opentelemetry\/api\//.test(u))).toBe(true);
+    expect(off.filter((u) => SDK.test(u))).toEqual([]);
+    const on = await modulesOf('ingress', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' });
+    expect(on.some((u) => /\/node_modules\/@opentelemetry\/sdk-trace\//.test(u))).toBe(true);
+    expect(on.some((u) => /\/node_modules\/@opentelemetry\/exporter-trace-otlp-http\//.test(u))).toBe(true);
+    expect(on.some((u) => /\/node_modules\/@opentelemetry\/exporter-trace-otlp-proto\//.test(u))).toBe(false);
   });
 });

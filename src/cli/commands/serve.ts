@@ -51,6 +51,10 @@ Examples:
   $ POSTROOM_FORWARD_URL=http://core.internal/events POSTROOM_FORWARD_SECRET=… postroom serve
                                                     forward every verified event to a non-Node core
 
+Traces: set OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://otel-collector:4318) to export spans over OTLP/HTTP;
+OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf or http/json), OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER and
+OTEL_TRACES_SAMPLER_ARG as the OpenTelemetry specification defines them (docs/observability.md).
+
 Without DATABASE_URL the embedded development store is used (single process, not crash-durable).
 Without POSTROOM_WEBHOOK_SECRETS (outside production) a development secret is generated and kept in the data folder.`,
     )
@@ -62,6 +66,10 @@ Without POSTROOM_WEBHOOK_SECRETS (outside production) a development secret is ge
       const pretty = !config.production && Boolean(process.stdout.isTTY);
       const logger = createLogger({ level: config.logLevel, pretty, secretValues: configuredSecretValues(config) });
       const heap = applyHeapGrowth(config.heapGrowingPercent);
+      // Before the server: its modules take the tracer proxy, which finds the provider once registered.
+      const tracing = config.tracing.enabled
+        ? await (await import('../../app/tracing.js')).startTracing(config.tracing, logger)
+        : undefined;
       const { startServer } = await import('../../app/server.js');
       const server = await startServer({
         config,
@@ -85,6 +93,7 @@ Without POSTROOM_WEBHOOK_SECRETS (outside production) a development secret is ge
       await waitForSignal();
       logger.info('shutting down');
       await server.close();
+      await tracing?.shutdown();
       logger.info('stopped');
     });
 }

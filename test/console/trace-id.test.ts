@@ -1,0 +1,72 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type RunningServer } from '../../src/app/server.js';
+import { loadConfig } from '../../src/config/config.js';
+import { inboxRowFromEnvelope } from '../../src/inbox/envelope-row.js';
+import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
+import { silentLogger } from '../../src/logging/logger.js';
+import { openDefaultTestStore, type TestStore } from '../support/db.js';
+import { freePort } from '../support/process.js';
+import { consoleClient } from './client.js';
+
+const VIEWER = 'viewer-token-0123456789abcdefghij';
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+
+describe('the console event view and the trace an event was delivered in', () => {
+  let store: TestStore;
+  let server: RunningServer;
+  let admin: string;
+  let dir: string;
+
+  beforeAll(async () => {
+    store = await openDefaultTestStore();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'postroom-console-trace-'));
+    const tokensFile = path.join(dir, 'tokens');
+    fs.writeFileSync(tokensFile, `viewer:vera:${VIEWER}\n`);
+    const metricsPort = await freePort();
+    server = await startServer({
+      config: loadConfig({
+        NODE_ENV: 'test',
+        PORT: '0',
+        POSTROOM_WEBHOOK_SECRETS: 'whsec_console_trace_0123456789abcdef',
+        POSTROOM_METRICS_PORT: String(metricsPort),
+        POSTROOM_CONSOLE_TOKENS_FILE: tokensFile,
+      }),
+      logger: silentLogger(),
+      db: store.db,
+      role: 'ingress',
+    });
+    admin = `http://127.0.0.1:${metricsPort}`;
+    const row = (eventId: string) =>
+      inboxRowFromEnvelope(
+        {
+          event_id: eventId,
+          type: 'participant.acted',
+          at: '2026-12-05T02:00:00Z',
+          data: { correspondence_id: 'cor_1', participant_id: 'p1', act: 'read', ref: 'r' },
+        },
+        'webhook',
+      );
+    await insertInboxBatch(store.db, [{ ...row('evt_traced'), traceContext: `00-${TRACE_ID}-00f067aa0ba902b7-01` }, row('evt_untraced')]);
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    await store?.cleanup();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('shows the trace id of an event that has one, and no trace row for one that has none', async () => {
+    const c = consoleClient(admin);
+    await c.login(VIEWER);
+    const traced = await (await c.get('/console/events/evt_traced')).text();
+    expect(traced).toContain('trace id');
+    expect(traced).toContain(TRACE_ID);
+    // The span id of the request is not the trace's: only the trace id is shown.
+    expect(traced).not.toContain('00f067aa0ba902b7');
+    const untraced = await (await c.get('/console/events/evt_untraced')).text();
+    expect(untraced).not.toContain('trace id');
+  });
+});
