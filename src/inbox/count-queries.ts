@@ -74,11 +74,11 @@ export async function inboxStats(q: Queryable): Promise<InboxStats> {
 /**
  * What Postgres needs to keep de-duplication fast: the event-id index every new
  * event inserts into, against the buffers it has. Catalogue and file sizes only,
- * no table read. Undefined where the store has no such index (not migrated). On a
- * store migrated only up to 011 that index is the B-tree primary key (012 makes it
- * a hash index).
+ * no table read. Undefined where the store has no such index (not migrated). It is
+ * the ledger's hash index (migration 023); on a store migrated only up to 022 the
+ * inbox's own (012), and up to 011 the inbox's B-tree primary key.
  */
-const SIZING_SQL = `SELECT pg_relation_size(coalesce(to_regclass('inbox_event_id_excl'), to_regclass('inbox_pkey')))::float8 AS index_bytes,
+const SIZING_SQL = `SELECT pg_relation_size(coalesce(to_regclass('inbox_ids_event_id_excl'), to_regclass('inbox_event_id_excl'), to_regclass('inbox_pkey')))::float8 AS index_bytes,
        pg_size_bytes(current_setting('shared_buffers'))::float8 AS shared_buffers_bytes`;
 
 export async function storeSizing(q: Queryable): Promise<{ indexBytes: number; sharedBuffersBytes: number } | undefined> {

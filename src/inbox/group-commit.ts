@@ -1,7 +1,7 @@
 import type { Db, Queryable } from '../db/types.js';
 import { describeError, PostroomError, StoreUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
-import { createCopyChoice, insertInboxBatch, isDataError, type CopyChoice } from './insert-queries.js';
+import { ensureInboxPartitions, insertInboxBatch, isDataError, isMissingPartition } from './insert-queries.js';
 import type { InsertOutcome, NewInboxEvent } from './types.js';
 
 /** Told once of a queued row's outcome: after the commit that holds it (or proves it already existed), or of the failure. */
@@ -72,7 +72,6 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
   let flushDeadline = 0;
   const { flushTimeoutMs } = options;
   const flushStore = flushTimeoutMs === undefined ? options.db : withDeadline(options.db, () => flushDeadline);
-  const copy = createCopyChoice();
 
   async function writeBatch(batch: Waiter[]): Promise<void> {
     // The same event_id twice in one batch: the first is written, the others are its duplicates (rare: no array per id).
@@ -86,7 +85,7 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     for (const w of firsts.values()) events.push(w.event);
     const started = performance.now();
     if (flushTimeoutMs !== undefined) flushDeadline = started + flushTimeoutMs;
-    const outcomes = await writeEvents(flushStore, options.logger, copy, events);
+    const outcomes = await writeEvents(flushStore, options.logger, events);
     // Before the waiters are told: ingress answers its requests while they are (the flush's time is the store's).
     const finished = performance.now();
     let inserted = 0;
@@ -161,10 +160,10 @@ function withDeadline(db: Db, deadline: () => number): Queryable {
  * cannot hold) must not take its batch down: bisect until it is alone, then keep
  * its bytes as a quarantined row so nothing signed is lost.
  */
-async function writeEvents(store: Queryable, logger: Logger, copy: CopyChoice, events: NewInboxEvent[]): Promise<Map<string, Outcome>> {
+async function writeEvents(store: Queryable, logger: Logger, events: NewInboxEvent[]): Promise<Map<string, Outcome>> {
   const out = new Map<string, Outcome>();
   try {
-    const inserted = await insertInboxBatch(store, events, copy);
+    const inserted = await insertCreatingPartitions(store, logger, events);
     for (const e of events) out.set(e.eventId, inserted.has(e.eventId) ? 'accepted' : 'duplicate');
     return out;
   } catch (err) {
@@ -176,13 +175,25 @@ async function writeEvents(store: Queryable, logger: Logger, copy: CopyChoice, e
     if (events.length > 1) {
       const mid = Math.ceil(events.length / 2);
       for (const half of [events.slice(0, mid), events.slice(mid)]) {
-        for (const [id, o] of await writeEvents(store, logger, copy, half)) out.set(id, o);
+        for (const [id, o] of await writeEvents(store, logger, half)) out.set(id, o);
       }
       return out;
     }
     const e = events[0]!;
     out.set(e.eventId, await quarantineRefused(store, logger, e, err));
     return out;
+  }
+}
+
+/** Inserts the events; when their day has no partition yet, creates it (and the next days') and inserts again. */
+async function insertCreatingPartitions(store: Queryable, logger: Logger, events: NewInboxEvent[]): Promise<Set<string>> {
+  try {
+    return await insertInboxBatch(store, events);
+  } catch (err) {
+    if (!isMissingPartition(err)) throw err;
+    const created = await ensureInboxPartitions(store);
+    logger.warn({ created }, 'a flush met a day without an inbox partition and created it: is the leader running retention?');
+    return await insertInboxBatch(store, events);
   }
 }
 
@@ -198,7 +209,7 @@ async function quarantineRefused(store: Queryable, logger: Logger, e: NewInboxEv
     lastError: `store refused the event: ${describeError(err)}`.slice(0, 1000),
   };
   try {
-    const inserted = await insertInboxBatch(store, [quarantined]);
+    const inserted = await insertCreatingPartitions(store, logger, [quarantined]);
     // The answer says what the store kept: a row of its own, quarantined (not the event as sent).
     return inserted.has(e.eventId) ? (e.status === 'quarantined' ? 'accepted' : 'quarantined') : 'duplicate';
   } catch (again) {

@@ -1,12 +1,15 @@
 import { arrayLiteral, type ArrayElement } from '../db/array-literal.js';
+import { PARTITIONS_AHEAD_DAYS } from '../db/inbox-layout.js';
 import { named } from '../db/statement.js';
-import { PostroomError } from '../errors.js';
-import { COPY_COLUMNS, encodeCopyRows, type CopyRow } from './copy-rows.js';
 import type { Queryable } from '../db/types.js';
 import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
 
 /**
  * One statement inserts a whole batch, and one pg_notify announces the flush when anything was new:
+ * - every id goes first into the ledger (inbox_ids, migration 023), which holds every id ever stored,
+ *   even after retention dropped its row's partition; a conflict there is a duplicate, and only the ids
+ *   the ledger took go into the history, with the instant the ledger recorded (the partition key), in the
+ *   same statement and so the same transaction;
  * - columns travel as arrays, a constant parameter count whatever the batch size; the bodies as one
  *   binary parameter, each row taking its slice by offset and length (as a text array they would be
  *   base64-encoded, escaped by the driver and decoded by Postgres: a third more bytes, three passes);
@@ -15,8 +18,8 @@ import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
  * - the usual kept headers (accept.ts) are the event id and type, which the row holds already, and a
  *   content type and user agent, which get columns of their own; readers build the headers back
  *   (migrations/010). Any other set of headers goes in headers, as JSON;
- * - a conflict on the event id is skipped. Its constraint is an exclusion constraint over a hash index
- *   (migrations/012), so ON CONFLICT names no column; the inbox has no other unique constraint;
+ * - the ledger's id is unique through an exclusion constraint over a hash index, so ON CONFLICT names no
+ *   column; ON CONFLICT waits for a concurrent flush holding the same id and then skips it;
  * - only the count of inserted rows comes back when it is the whole batch (nearly always), the ids
  *   only when some were duplicates.
  * Prepared (named()): planning it would cost Postgres about 0.2 ms on every flush (bench/statements.ts).
@@ -24,20 +27,28 @@ import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
 const INSERT_BATCH_SQL = named(
   'insert_batch',
   `
-WITH inserted AS (
-  INSERT INTO inbox (event_id, type, occurred_at, payload, raw_body, signature_header, headers,
-                     delivery_content_type, delivery_user_agent,
-                     endpoint_id, source, correspondence_id, secret_index, status, last_error)
-  SELECT b.event_id, b.type, b.occurred_at, b.payload::jsonb,
-         CASE WHEN b.raw_length IS NOT NULL THEN substring($16::bytea FROM b.raw_start FOR b.raw_length) END,
-         b.signature_header, b.headers::jsonb, b.content_type, b.user_agent,
-         b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error
-  FROM unnest(
+WITH b AS MATERIALIZED (
+  SELECT * FROM unnest(
     $1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int4[], $7::text[],
     $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[], $17::text[], $18::text[]
   ) AS b(event_id, type, occurred_at, payload, raw_start, raw_length, signature_header,
          headers, endpoint_id, source, correspondence_id, secret_index, status, last_error, content_type, user_agent)
+),
+fresh AS (
+  INSERT INTO inbox_ids (event_id, received_at)
+  SELECT b.event_id, now() FROM b
   ON CONFLICT DO NOTHING
+  RETURNING event_id, received_at
+),
+inserted AS (
+  INSERT INTO inbox (event_id, type, occurred_at, received_at, payload, raw_body, signature_header, headers,
+                     delivery_content_type, delivery_user_agent,
+                     endpoint_id, source, correspondence_id, secret_index, status, last_error)
+  SELECT b.event_id, b.type, b.occurred_at, f.received_at, b.payload::jsonb,
+         CASE WHEN b.raw_length IS NOT NULL THEN substring($16::bytea FROM b.raw_start FOR b.raw_length) END,
+         b.signature_header, b.headers::jsonb, b.content_type, b.user_agent,
+         b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error
+  FROM b JOIN fresh f ON f.event_id = b.event_id
   RETURNING event_id
 ),
 counted AS (SELECT count(*)::int AS n FROM inserted)
@@ -70,98 +81,26 @@ function usualHeaders(
   return { contentType, userAgent };
 }
 
-/**
- * How long a COPY may wait for a lock, above all for another transaction that holds
- * the same event id. The id is unique through an exclusion constraint (migration
- * 012), which Postgres checks after inserting: two replicas copying the same id at
- * once each find the other's row and wait for the other, a deadlock Postgres breaks
- * only after deadlock_timeout (1 s) by failing one. The statement above does not
- * deadlock (ON CONFLICT checks before it inserts, and gives way), so a COPY that
- * waits this long gives up, and the statement writes the flush.
- */
-const COPY_LOCK_TIMEOUT = '50ms';
-
-/**
- * Rows in Postgres's binary COPY format instead of the statement above: per flush
- * of 32 rows, 0.78 times the statement's Postgres time and 0.9 times its WAL (heap
- * rows go in a page at a time; `npx tsx bench/statements.ts`), and no array
- * literals to build.
- * In the same implicit transaction, the NOTIFY goes out only if the rows commit.
- *
- * COPY has no ON CONFLICT: one id already stored fails it whole, and the statement
- * above runs instead. A flush rarely holds a duplicate, but after an outage the
- * service's retries can make most flushes hold one, and each refused COPY would be
- * work thrown away; so after a refusal the writer inserts for a while (CopyChoice).
- */
-const COPY_SQL =
-  `SELECT set_config('lock_timeout', '${COPY_LOCK_TIMEOUT}', true); ` +
-  `COPY inbox (${COPY_COLUMNS}) FROM STDIN (FORMAT binary); NOTIFY ${INBOX_CHANNEL}`;
-
 /** SQLSTATE classes caused by the rows rather than the store being down. */
 export function isDataError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^(22|23|54)/.test(code);
 }
 
-/** lock_not_available (COPY_LOCK_TIMEOUT) or deadlock_detected: the COPY wrote nothing. */
-function isLockWaitGivenUp(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === '55P03' || code === '40P01';
+/**
+ * A row whose receipt day has no partition yet (23514, "no partition of relation ... found for row"):
+ * the leader keeps PARTITIONS_AHEAD_DAYS of them ready, so this means it has not run for days. Not the
+ * rows' fault: the writer creates the partitions and writes the flush again.
+ */
+export function isMissingPartition(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return e?.code === '23514' && typeof e.message === 'string' && e.message.includes('no partition of relation');
 }
 
-/** The COPY input for these rows, or undefined when one of them needs the statement. */
-function copyInput(events: readonly NewInboxEvent[]): Buffer | undefined {
-  const rows: CopyRow[] = new Array<CopyRow>(events.length);
-  for (let i = 0; i < events.length; i++) {
-    const e = events[i]!;
-    if (!e.rawBody || e.status !== 'received' || e.lastError !== null) return undefined;
-    const usual = e.headers ? usualHeaders(e.eventId, e.type, e.headers) : undefined;
-    rows[i] = {
-      eventId: e.eventId,
-      type: e.type,
-      occurredAt: e.occurredAt,
-      rawBody: e.rawBody,
-      signatureHeader: e.signatureHeader,
-      headersJson: usual || !e.headers ? null : JSON.stringify(e.headers),
-      contentType: usual?.contentType ?? null,
-      userAgent: usual?.userAgent ?? null,
-      endpointId: e.endpointId,
-      source: e.source,
-      correspondenceId: e.correspondenceId,
-      secretIndex: e.secretIndex,
-      status: e.status,
-    };
-  }
-  return encodeCopyRows(rows);
-}
-
-/** Whether a flush may try COPY: after a refusal, the next flushes insert, for longer after each refusal in a row. */
-export interface CopyChoice {
-  use(): boolean;
-  wrote(): void;
-  refused(): void;
-}
-
-const FIRST_PAUSE = 8;
-const LONGEST_PAUSE = 1024;
-
-export function createCopyChoice(): CopyChoice {
-  let pause = FIRST_PAUSE;
-  let skip = 0;
-  return {
-    use() {
-      if (skip === 0) return true;
-      skip--;
-      return false;
-    },
-    wrote() {
-      pause = FIRST_PAUSE;
-    },
-    refused() {
-      skip = pause;
-      pause = Math.min(LONGEST_PAUSE, pause * 2);
-    },
-  };
+/** Creates today's partition and the next days' when missing; returns how many it created. */
+export async function ensureInboxPartitions(q: Queryable): Promise<number> {
+  const res = await q.query<{ n: number }>('SELECT inbox_partitions_ensure($1::int) AS n', [PARTITIONS_AHEAD_DAYS]);
+  return Number(res.rows[0]?.n ?? 0);
 }
 
 const byEventId = (a: NewInboxEvent, b: NewInboxEvent): number => (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0);
@@ -175,33 +114,11 @@ const byEventId = (a: NewInboxEvent, b: NewInboxEvent): number => (a.eventId < b
  * could hold an id the other waits on, a deadlock Postgres ends after
  * deadlock_timeout by failing one flush, whose whole batch is then answered 503.
  * In one order, the first to reach a shared id has already passed every smaller
- * one, so waits never form a cycle. COPY keeps that order too.
- *
- * With `copy` (ingress's writer passes one) and a store that speaks COPY outside a
- * transaction, the batch goes in by COPY_SQL first and by the statement when COPY
- * is refused; every other writer (the reconciler, in its transaction) inserts.
+ * one, so waits never form a cycle.
  */
-export async function insertInboxBatch(q: Queryable, unordered: readonly NewInboxEvent[], copy?: CopyChoice): Promise<Set<string>> {
+export async function insertInboxBatch(q: Queryable, unordered: readonly NewInboxEvent[]): Promise<Set<string>> {
   if (unordered.length === 0) return new Set();
   const events = unordered.length === 1 ? unordered : [...unordered].sort(byEventId);
-  if (copy && q.copyIn && copy.use()) {
-    const data = copyInput(events);
-    if (data) {
-      try {
-        const rows = await q.copyIn(COPY_SQL, data);
-        if (rows !== events.length) {
-          throw new PostroomError('inbox_copy_inconsistent', `COPY wrote ${rows} of ${events.length} inbox rows`);
-        }
-        copy.wrote();
-        return new Set(events.map((e) => e.eventId));
-      } catch (err) {
-        // A row Postgres refused, an id already stored (COPY cannot skip it, and writes nothing), or a
-        // wait for a lock given up: the statement below writes what is new and says what was not.
-        if (!isDataError(err) && !isLockWaitGivenUp(err)) throw err;
-        copy.refused();
-      }
-    }
-  }
   const n = events.length;
   const cols: ArrayElement[][] = Array.from({ length: 16 }, () => new Array<ArrayElement>(n));
   const bodies: Uint8Array[] = [];

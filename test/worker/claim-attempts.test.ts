@@ -8,7 +8,7 @@ import { claimBatch, reapOrphanedAttempts } from '../../src/worker/claim-queries
 import { takeBatch } from '../../src/worker/complete-queries.js';
 import type { Db, Sql } from '../../src/db/types.js';
 import { decideReplay } from '../../src/worker/replay.js';
-import { availableStoreKinds, openTestStore } from '../support/db.js';
+import { availableStoreKinds, createPastPartitions, openTestStore } from '../support/db.js';
 import { migrationsBefore } from '../support/migrations.js';
 import { envelope, inboxRow, insertEnvelopes } from './support.js';
 
@@ -108,6 +108,7 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
       `UPDATE inbox SET status = 'failed', attempts = 1, next_attempt_at = now() + interval '1 hour' WHERE event_id = $1`,
       [failing.event_id],
     );
+    await createPastPartitions(store.db, 1);
     await store.db.query(`UPDATE inbox SET received_at = now() - interval '1 hour' WHERE event_id = $1`, [old.event_id]);
 
     const claim = await claimBatch(store.db, { workerId: 'w1', limit: 10, orderingHoldSeconds: 300 });

@@ -4,7 +4,7 @@ import { createPostroom, type Postroom } from '../../src/app/postroom.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { replayEvent, replayMatching } from '../../src/worker/replay.js';
 import { runCli } from '../support/cli.js';
-import { adminUrl, availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
+import { adminUrl, availableStoreKinds, createPastPartitions, openTestStore, type TestStore } from '../support/db.js';
 import { countByStatus, createEffectsTable, EFFECT_SQL, envelope, inboxRow, insertEnvelopes, makeDue, toRow } from './support.js';
 
 const kinds = await availableStoreKinds();
@@ -160,6 +160,7 @@ describe.runIf(pgUrl)('inbox and correspondence CLI (postgres)', () => {
   it('inbox stats: counts by status and type, and the oldest unprocessed event', async () => {
     const old = acted('cor_s', 'read');
     await insertEnvelopes(store.db, [old, acted('cor_s', 'signed'), envelope('webhook.test', { message: 'x' })]);
+    await createPastPartitions(store.db, 1);
     await store.db.query(`UPDATE inbox SET received_at = now() - interval '2 hours' WHERE event_id = $1`, [old.event_id]);
     await store.db.query(`UPDATE inbox SET status = 'dead' WHERE type = 'webhook.test'`);
     const json = await runCli(['inbox', 'stats', '--json'], env);
