@@ -172,6 +172,8 @@ INSERT INTO inbox SELECT event_id, type, occurred_at, received_at, payload, raw_
        locked_until, last_error, processed_at, pruned_at, delivery_content_type, delivery_user_agent
   FROM inbox_unpartitioned WHERE status IN ('dead', 'quarantined');
 DELETE FROM inbox_unpartitioned WHERE status IN ('dead', 'quarantined');
+-- Workers older than migration 008 stay refused (see 008); rows already moved keep their status.
+ALTER TABLE inbox ADD CONSTRAINT inbox_processing_retired CHECK (status <> 'processing') NOT VALID;
 DROP INDEX inbox_unpartitioned_attention_idx;
 DROP INDEX inbox_unpartitioned_unfinished_idx;
 

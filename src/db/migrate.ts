@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PostroomError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
-import { fillIdLedger, moveHistory, PARTITIONED_INBOX_VERSION, PARTITIONS_AHEAD_DAYS, type LayoutProgress } from './inbox-layout.js';
+import { fillIdLedger, moveHistory, PARTITIONED_INBOX_VERSION, PARTITIONS_AHEAD_DAYS } from './inbox-layout.js';
 import { LEGACY_SCHEMA, searchPath } from './schema.js';
 import type { Db, Queryable, Session } from './types.js';
 
@@ -244,7 +244,11 @@ async function historyLeftEmpty(session: Session): Promise<boolean> {
 /** The partitions of the next days, and the history's move when asked; both only once the inbox is partitioned. */
 async function afterMigrations(
   session: Session,
-  options: { logger?: Logger; history?: 'move' | 'leave'; onProgress?: (progress: LayoutProgress) => void },
+  options: {
+    logger?: Logger;
+    history?: 'move' | 'leave';
+    onProgress?: (progress: { step: 'ledger' | 'history'; done: number; total: number }) => void;
+  },
 ): Promise<void> {
   const res = await session.query<{ ready: boolean }>(`SELECT to_regprocedure('inbox_partitions_ensure(integer)') IS NOT NULL AS ready`);
   if (res.rows[0]?.ready !== true) return;
@@ -267,7 +271,12 @@ async function afterMigrations(
  */
 export async function migrate(
   db: Db,
-  options: { logger?: Logger; dir?: string; history?: 'move' | 'leave'; onProgress?: (progress: LayoutProgress) => void } = {},
+  options: {
+    logger?: Logger;
+    dir?: string;
+    history?: 'move' | 'leave';
+    onProgress?: (progress: { step: 'ledger' | 'history'; done: number; total: number }) => void;
+  } = {},
 ): Promise<{ applied: Array<{ version: number; name: string }> }> {
   const files = readMigrations(options.dir);
   const result = await db.withAdvisoryLock('migrate', async (session) => {

@@ -78,15 +78,6 @@ export async function partitionPages(q: Queryable, partition: string): Promise<n
   return Number(res.rows[0]?.pages ?? 0);
 }
 
-/** Every row on heap pages [from, to) of a partition (a TID range scan), every column as stored. */
-export async function partitionRows(q: Queryable, partition: string, from: number, to: number): Promise<Array<Record<string, unknown>>> {
-  const res = await q.query<Record<string, unknown>>(`SELECT * FROM ${quoteIdent(partition)} WHERE ctid >= $1::tid AND ctid < $2::tid`, [
-    `(${from},0)`,
-    `(${to},0)`,
-  ]);
-  return res.rows;
-}
-
 function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }

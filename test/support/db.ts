@@ -213,3 +213,11 @@ export async function openDefaultTestStore(options: { poolSize?: number; migrate
 export async function createPastPartitions(q: Queryable, days: number): Promise<void> {
   await q.query(`SELECT inbox_partition_create((now() AT TIME ZONE 'UTC')::date - i) FROM generate_series(1, $1::int) i`, [days]);
 }
+
+/** Autovacuum off for the inbox's partitions (a partitioned table has no storage of its own to set it on). */
+export async function disableInboxAutovacuum(q: Queryable): Promise<void> {
+  const parts = await q.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass('inbox')`,
+  );
+  for (const p of parts.rows) await q.exec(`ALTER TABLE "${p.name}" SET (autovacuum_enabled = false)`);
+}

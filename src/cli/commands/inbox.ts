@@ -6,7 +6,7 @@ import { INBOX_STATUSES } from '../../inbox/types.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount, parseDuration } from '../duration.js';
 import { createProgress, printJson, printTable } from '../output.js';
-import { countPrunable, inboxStats, prunePage, type InboxCursor } from '../../inbox/admin-queries.js';
+import { inboxStats } from '../../inbox/admin-queries.js';
 
 /** The `inbox` command group: what was accepted (list, show) and what to do about it (stats, replay, prune). */
 export function registerInboxCommands(program: Command, ctx: CliContext): Command {
@@ -92,7 +92,7 @@ Examples:
     });
   registerStats(inbox, ctx);
   registerReplay(inbox, ctx);
-  registerPrune(inbox, ctx);
+  registerPrune(inbox);
   return inbox;
 }
 
@@ -208,41 +208,31 @@ A running worker picks replayed events up at once (postroom serve, or your own p
     );
 }
 
-function registerPrune(inbox: Command, ctx: CliContext): void {
+/**
+ * `inbox prune` cleared old payloads with an UPDATE of every old row: bloat and vacuum work in proportion
+ * to history, and no row ever left. Retention drops whole days instead (`postroom retention run`); the
+ * command stays, so that a cron job or a runbook that still calls it fails saying what replaced it.
+ */
+function registerPrune(inbox: Command): void {
   inbox
     .command('prune')
-    .description(
-      'Drop the payloads of processed and skipped events older than a cut-off. Rows and ids stay: they are what de-duplicates a late redelivery.',
+    .description('Retired: use `postroom retention run` (POSTROOM_RETENTION), which drops whole days of history.')
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .addHelpText(
+      'after',
+      `\nRetention drops whole days of the inbox once they are older than POSTROOM_RETENTION (default 90d);
+ids stay in the ledger, so redeliveries stay duplicates. See docs/retention.md.
+
+Examples:
+  $ postroom retention run --dry-run
+  $ POSTROOM_RETENTION=30d postroom retention run`,
     )
-    .requiredOption('--older-than <duration>', 'finished longer ago than this, e.g. 30d')
-    .option('--dry-run', 'count what would be pruned, change nothing')
-    .option('--json', 'print the result as JSON')
-    .addHelpText('after', `\nExamples:\n  $ postroom inbox prune --older-than 30d --dry-run\n  $ postroom inbox prune --older-than 90d`)
-    .action(async (opts: { olderThan: string; dryRun?: boolean; json?: boolean }) => {
-      const olderThanMs = parseDuration('--older-than', opts.olderThan);
-      const db = await ctx.db();
-      const total = await countPrunable(db, olderThanMs);
-      if (opts.dryRun) {
-        if (opts.json) printJson(ctx.io, { prunable: total, dry_run: true });
-        else
-          ctx.io.stdout.write(
-            `would prune ${total} event payload(s) finished more than ${opts.olderThan} ago (dry run: nothing changed)\n`,
-          );
-        return;
-      }
-      const progress = createProgress(ctx.io, 'prune');
-      let pruned = 0;
-      let after: InboxCursor | null = null;
-      for (;;) {
-        const page = await prunePage(db, olderThanMs, after, 5000);
-        pruned += page.pruned;
-        progress.update(`${pruned}/${total}`);
-        if (page.last === null) break;
-        after = page.last;
-      }
-      progress.done();
-      if (opts.json) printJson(ctx.io, { pruned, dry_run: false });
-      else ctx.io.stdout.write(`pruned ${pruned} event payload(s); their ids are kept for de-duplication\n`);
+    .action(() => {
+      throw new PostroomError(
+        'command_retired',
+        '`postroom inbox prune` is retired: retention now drops whole days of history. Run `postroom retention run --dry-run` to see what it would drop, and set POSTROOM_RETENTION (default 90d) for how long events are kept.',
+      );
     });
 }
 

@@ -23,6 +23,7 @@ async function serveComponents(role: Role): Promise<ComponentFactory[]> {
   if (role === 'all' || role === 'worker') factories.push((await import('../../app/worker-component.js')).workerComponentFactory);
   if (role === 'all' || role === 'reconciler')
     factories.push((await import('../../app/reconciler-component.js')).reconcilerComponentFactory);
+  if (role !== 'ingress') factories.push((await import('../../app/retention-component.js')).retentionComponentFactory);
   return factories;
 }
 
