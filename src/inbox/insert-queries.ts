@@ -59,6 +59,44 @@ FROM counted`,
 );
 
 /**
+ * The same batch into a store that has no ledger yet (before migration 023): what this build's ingress writes
+ * while a rolling upgrade has started its pods before `postroom migrate` ran (deploy/k8s: `serve --no-migrate`).
+ * The inbox there is one table whose own exclusion constraint de-duplicates, and received_at has its default.
+ * Tried only after the statement above failed for want of the ledger (isLedgerMissing).
+ */
+const INSERT_BATCH_BEFORE_LEDGER_SQL = named(
+  'insert_batch_before_ledger',
+  `
+WITH inserted AS (
+  INSERT INTO inbox (event_id, type, occurred_at, payload, raw_body, signature_header, headers,
+                     delivery_content_type, delivery_user_agent,
+                     endpoint_id, source, correspondence_id, secret_index, status, last_error)
+  SELECT b.event_id, b.type, b.occurred_at, b.payload::jsonb,
+         CASE WHEN b.raw_length IS NOT NULL THEN substring($16::bytea FROM b.raw_start FOR b.raw_length) END,
+         b.signature_header, b.headers::jsonb, b.content_type, b.user_agent,
+         b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error
+  FROM unnest(
+    $1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int4[], $7::text[],
+    $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[], $17::text[], $18::text[]
+  ) AS b(event_id, type, occurred_at, payload, raw_start, raw_length, signature_header,
+         headers, endpoint_id, source, correspondence_id, secret_index, status, last_error, content_type, user_agent)
+  ON CONFLICT DO NOTHING
+  RETURNING event_id
+),
+counted AS (SELECT count(*)::int AS n FROM inserted)
+SELECT counted.n,
+       CASE WHEN counted.n < $15::int THEN (SELECT coalesce(array_agg(event_id), '{}') FROM inserted) END AS ids,
+       (CASE WHEN counted.n > 0 THEN pg_notify('${INBOX_CHANNEL}', '') END) IS NULL AS notified
+FROM counted`,
+);
+
+/** undefined_table naming the ledger: the store has not applied migration 023 yet. */
+function isLedgerMissing(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return e?.code === '42P01' && typeof e.message === 'string' && e.message.includes('inbox_ids');
+}
+
+/**
  * The content type and user agent (either may be absent, not both) of headers that hold only those
  * and the two delivery id headers, with the row's own id and type; undefined for any other set,
  * which is kept as JSON.
@@ -148,13 +186,17 @@ export async function insertInboxBatch(q: Queryable, unordered: readonly NewInbo
     cols[12]![i] = e.status;
     cols[13]![i] = e.lastError;
   }
-  const res = await q.query<{ n: number; ids: string[] | null }>(INSERT_BATCH_SQL, [
+  const params = [
     ...cols.slice(0, 14).map(arrayLiteral),
     n,
     Buffer.concat(bodies, start - 1),
     arrayLiteral(cols[14]!),
     arrayLiteral(cols[15]!),
-  ]);
+  ];
+  const res = await q.query<{ n: number; ids: string[] | null }>(INSERT_BATCH_SQL, params).catch((err: unknown) => {
+    if (!isLedgerMissing(err)) throw err;
+    return q.query<{ n: number; ids: string[] | null }>(INSERT_BATCH_BEFORE_LEDGER_SQL, params);
+  });
   const ids = res.rows[0]?.ids;
   return ids ? new Set(ids) : new Set(events.map((e) => e.eventId));
 }
