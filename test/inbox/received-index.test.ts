@@ -83,6 +83,8 @@ describe.each(await availableStoreKinds())('the receipt-time index (migration 01
       // Two flushes, so two receipt times: a unique index on them can be built.
       await insertBeforeLedger(store.db, [event('evt_pre_1')]);
       await insertBeforeLedger(store.db, [event('evt_pre_2')]);
+      // PGlite's clock can give two quick statements one instant.
+      await store.db.exec(`UPDATE inbox SET received_at = received_at + interval '1 second' WHERE event_id = 'evt_pre_2'`);
       // As `CREATE INDEX CONCURRENTLY` leaves it: built, invalid (the build failed), or built with another key by
       // mistake. A fillfactor tells the one the migration keeps from the one it builds.
       const key = {
