@@ -18,3 +18,9 @@ export async function queryById<R>(q: Queryable, sql: string, params: readonly u
   if (routed.rows.length > 0) return routed;
   return q.query<R>(sql.replace('%BY_ID%', 'event_id = $1'), params);
 }
+
+/** When the ledger says an id was received; undefined for an id never stored. */
+export async function receivedAtOf(q: Queryable, eventId: string): Promise<Date | undefined> {
+  const res = await q.query<{ received_at: Date }>('SELECT received_at FROM inbox_ids WHERE event_id = $1', [eventId]);
+  return res.rows[0]?.received_at;
+}

@@ -63,6 +63,9 @@ describe.skipIf(!(await adminUrl()))('postroom retention run and archive restore
     expect(run.stdout).toMatch(/1 dead/);
     const file = path.join(dir, `${day(old)}.ndjson.gz`);
     expect(fs.existsSync(`${file}.sha256`)).toBe(true);
+    const gone = await runCli(['inbox', 'show', 'evt_cli_done'], env);
+    expect(gone.code).not.toBe(0);
+    expect(gone.stderr).toMatch(/dropped by retention/);
 
     // A file that does not match its checksum restores nothing.
     const cut = path.join(dir, 'cut.ndjson.gz');

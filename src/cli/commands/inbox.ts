@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { PostroomError } from '../../errors.js';
+import { receivedAtOf } from '../../inbox/by-id.js';
 import { getDeliveryEvidence } from '../../inbox/evidence-queries.js';
 import { getInboxEvent, listInbox } from '../../inbox/read-queries.js';
 import { INBOX_STATUSES } from '../../inbox/types.js';
@@ -63,7 +64,16 @@ Examples:
     .action(async (eventId: string, opts: { json?: boolean; raw?: boolean; signature?: boolean }) => {
       const db = await ctx.db();
       const row = await getInboxEvent(db, eventId);
-      if (!row) throw new PostroomError('not_found', `No event ${eventId} in the inbox. List recent ones with \`postroom inbox list\`.`);
+      if (!row) {
+        // An id the ledger holds was received; its row went with its day (retention), and a redelivery is a duplicate.
+        const received = await receivedAtOf(db, eventId);
+        if (received)
+          throw new PostroomError(
+            'not_found',
+            `${eventId} was received at ${new Date(received).toISOString()}, and its day has since been dropped by retention (POSTROOM_RETENTION); its id still de-duplicates. Restore the day's archive with \`postroom archive restore <file>\` to inspect it.`,
+          );
+        throw new PostroomError('not_found', `No event ${eventId} in the inbox. List recent ones with \`postroom inbox list\`.`);
+      }
       const evidence = opts.raw || opts.signature ? await getDeliveryEvidence(db, eventId) : undefined;
       if (opts.raw && !evidence?.rawBody) {
         throw new PostroomError(
