@@ -1,7 +1,9 @@
 /**
- * Costs flat as the inbox grows (`npm run bench -- scale`, or BENCH_SCALE_ROWS):
- * the same measurements on an inbox of 100k rows and on one of 10M (nearly all
- * processed and pruned, as an inbox looks after a year), in one run. Bounded:
+ * Costs flat as the store grows (`npm run bench:scale`): the same measurements on a store of 100k events
+ * and on one of 10M events of history (BENCH_SCALE_ROWS) with 100M ids in the ledger (BENCH_SCALE_LEDGER_IDS:
+ * the ids of years of events whose days retention dropped), in one run. The history spans the 89 days
+ * before today, one partition a day, as retention keeps it. Filling a ledger of 100M ids takes many minutes:
+ * CI never runs this. Bounded:
  * rows are generated inside Postgres in chunks and the databases are dropped at
  * the end.
  *
@@ -31,6 +33,8 @@ import { silentLogger } from '../src/logging/logger.js';
 import { eventIdsInInbox } from '../src/reconciler/state-queries.js';
 import { claimBatch } from '../src/worker/claim-queries.js';
 import { inboxStats } from '../src/inbox/admin-queries.js';
+import { listInbox } from '../src/inbox/read-queries.js';
+import { runRetention } from '../src/inbox/retention.js';
 import { benchDatabase } from './lib/pg.js';
 import { stop } from './lib/processes.js';
 import { median, startPostroom } from './lib/receivers.js';
@@ -41,22 +45,93 @@ import { benchConsoleScale } from './console-scale.js';
 
 const SECRET = 'whsec_bench_7c4f0d2b9e8a41f6a3c5b1e0d9f8a7b6';
 const CHUNK = 500_000;
+const LEDGER_CHUNK = 5_000_000;
 
-/** Finished history: 95% pruned (no bytes), the rest processed recently with their bytes; ids as the service makes them. */
-async function grow(db: Db, from: number, to: number): Promise<void> {
-  for (let lo = from; lo < to; lo += CHUNK) {
-    const hi = Math.min(to, lo + CHUNK);
+const HISTORY_DAYS = 89;
+
+/**
+ * History: `rows` processed events over the 89 days before now, every one with its signed bytes, in the
+ * partition of its day; their ids in the ledger, and as many more ids of events whose days are gone
+ * (received 400 days ago) as make `ledgerIds`. The ledger's index is built once at the end, as a restore
+ * would: inserting 100M random ids one by one into a hash index takes far longer and ends the same.
+ */
+async function grow(db: Db, rows: number, ledgerIds: number): Promise<void> {
+  await db.query(`SELECT inbox_partition_create((now() AT TIME ZONE 'UTC')::date - i) FROM generate_series(0, $1::int) i`, [HISTORY_DAYS]);
+  await db.exec('ALTER TABLE inbox_ids DROP CONSTRAINT inbox_ids_event_id_excl');
+  const stepSeconds = (HISTORY_DAYS * 86_400) / rows;
+  for (let lo = 0; lo < rows; lo += CHUNK) {
+    const hi = Math.min(rows, lo + CHUNK);
     await db.query(
-      `INSERT INTO inbox (event_id, type, occurred_at, received_at, raw_body, status, attempts, processed_at, pruned_at, correspondence_id, source)
-       SELECT 'evt_' || md5(g::text), (ARRAY['participant.acted', 'correspondence.created', 'wallet.debited'])[1 + g % 3],
-              t, t, CASE WHEN g % 20 = 0 THEN convert_to('{"event_id":"evt_' || md5(g::text) || '","type":"participant.acted","at":"2026-01-01T00:00:00Z","data":{}}', 'UTF8') END,
-              'processed', 1, t + interval '1 second', CASE WHEN g % 20 <> 0 THEN t + interval '31 days' END, 'cor_' || (g % 100000), 'webhook'
-       FROM generate_series($1::int, $2::int - 1) g, LATERAL (SELECT now() - interval '400 days' + g * interval '3 seconds' AS t) x`,
+      `WITH put AS (
+         INSERT INTO inbox (event_id, type, occurred_at, received_at, raw_body, status, attempts, processed_at, correspondence_id, source)
+         SELECT 'evt_' || md5(g::text), (ARRAY['participant.acted', 'correspondence.created', 'wallet.debited'])[1 + g % 3],
+                t, t, convert_to('{"event_id":"evt_' || md5(g::text) || '","type":"participant.acted","at":"2026-01-01T00:00:00Z","data":{}}', 'UTF8'),
+                'processed', 1, t + interval '1 second', 'cor_' || (g % 100000), 'webhook'
+         FROM generate_series($1::int, $2::int - 1) g,
+              LATERAL (SELECT now() - interval '${HISTORY_DAYS} days' + make_interval(secs => g * $3::float8) AS t) x
+         RETURNING event_id, received_at)
+       INSERT INTO inbox_ids (event_id, received_at) SELECT event_id, received_at FROM put`,
+      [lo, hi, stepSeconds],
+    );
+  }
+  for (let lo = rows; lo < ledgerIds; lo += LEDGER_CHUNK) {
+    const hi = Math.min(ledgerIds, lo + LEDGER_CHUNK);
+    await db.query(
+      `INSERT INTO inbox_ids (event_id, received_at)
+       SELECT 'evt_' || md5(g::text), now() - interval '400 days' FROM generate_series($1::int, $2::int - 1) g`,
       [lo, hi],
     );
   }
+  await db.exec('ALTER TABLE inbox_ids ADD CONSTRAINT inbox_ids_event_id_excl EXCLUDE USING hash (event_id WITH =)');
   await db.query('SELECT inbox_tally_rebuild()');
   await db.exec('VACUUM ANALYZE inbox');
+  await db.exec('VACUUM ANALYZE inbox_ids');
+}
+
+/** Bytes on disk (heap, indexes, TOAST) of the ledger and of the history. */
+async function storeBytes(db: Db): Promise<{ ledger: number; history: number }> {
+  const res = await db.query<{ ledger: string; history: string }>(
+    `SELECT pg_total_relation_size('inbox_ids')::bigint AS ledger,
+            (SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree('inbox') WHERE isleaf)::bigint AS history`,
+  );
+  return { ledger: Number(res.rows[0]!.ledger), history: Number(res.rows[0]!.history) };
+}
+
+/**
+ * One retention run that drops a day of `rows` finished events (200 days old, past the 90-day default):
+ * its time, the history's size before and after, and the partition's own size.
+ */
+async function measureRetentionDrop(db: Db, rows: number): Promise<Record<string, number>> {
+  const day = (await db.query<{ d: string }>(`SELECT ((now() AT TIME ZONE 'UTC')::date - 200)::text AS d`)).rows[0]!.d;
+  await db.query('SELECT inbox_partition_create($1::date)', [day]);
+  const partition = `inbox_p${day.replaceAll('-', '')}`;
+  for (let lo = 0; lo < rows; lo += CHUNK) {
+    await db.query(
+      `INSERT INTO inbox (event_id, type, occurred_at, received_at, raw_body, status, attempts, processed_at, correspondence_id, source)
+       SELECT 'evt_drop_' || g, 'participant.acted', t, t, convert_to('{"event_id":"evt_drop_' || g || '","data":{}}', 'UTF8'),
+              'processed', 1, t, 'cor_' || (g % 100000), 'webhook'
+       FROM generate_series($1::int, $2::int - 1) g, LATERAL (SELECT $3::date + make_interval(secs => (g % 86000)) AS t) x`,
+      [lo, Math.min(rows, lo + CHUNK), day],
+    );
+  }
+  await db.exec(`VACUUM ANALYZE ${partition}`);
+  const partitionBytes = Number(
+    (await db.query<{ n: string }>('SELECT pg_total_relation_size($1::regclass)::bigint AS n', [partition])).rows[0]!.n,
+  );
+  const before = (await storeBytes(db)).history;
+  const t = performance.now();
+  const report = await runRetention({ db, logger: silentLogger(), keepDays: 90 });
+  const ms = performance.now() - t;
+  const after = (await storeBytes(db)).history;
+  if (!report.dropped.some((d) => d.partition === partition))
+    throw new Error(`retention kept ${partition}: ${JSON.stringify(report.kept)}`);
+  return {
+    'drop rows': rows,
+    'retention run ms': Math.round(ms),
+    'partition MB': Math.round(partitionBytes / 1048576),
+    'history MB before': Math.round(before / 1048576),
+    'history MB after': Math.round(after / 1048576),
+  };
 }
 
 async function timeMs(fn: () => Promise<unknown>, n: number): Promise<number> {
@@ -111,6 +186,7 @@ async function measure(db: Db, url: string, rows: number, seconds: number, sandb
   } finally {
     // Back to the size the next round must measure (the tally follows by its delete trigger).
     await db.query('DELETE FROM inbox WHERE received_at >= $1', [since]);
+    await db.query('DELETE FROM inbox_ids WHERE received_at >= $1', [since]);
     await db.exec('VACUUM ANALYZE inbox');
   }
 }
@@ -135,8 +211,8 @@ async function measureAt(db: Db, url: string, rows: number, seconds: number, san
   // The ingested events are a backlog now; the claim measurement wants the same backlog at both sizes.
   await db.query(`UPDATE inbox SET status = 'processed', processed_at = now() WHERE status = 'received'`);
   await db.query(
-    `INSERT INTO inbox (event_id, type, occurred_at, raw_body, correspondence_id)
-     SELECT 'evt_backlog_' || $1::int || '_' || g, 'participant.acted', now(), convert_to('{}', 'UTF8'), 'cor_b' || (g % 200) FROM generate_series(1, 1000) g`,
+    `INSERT INTO inbox (event_id, type, occurred_at, received_at, raw_body, correspondence_id)
+     SELECT 'evt_backlog_' || $1::int || '_' || g, 'participant.acted', now(), now(), convert_to('{}', 'UTF8'), 'cor_b' || (g % 200) FROM generate_series(1, 1000) g`,
     [rows],
   );
   // As autovacuum would have by now: the ingested rows just finished leave dead entries in the partial indexes.
@@ -151,6 +227,7 @@ async function measureAt(db: Db, url: string, rows: number, seconds: number, san
   }
   out['claim 100 ms'] = median(claims);
   out['inbox stats ms'] = await timeMs(() => inboxStats(db), 60);
+  out['inbox list by correspondence ms'] = await timeMs(() => listInbox(db, { correspondenceId: 'cor_4242', limit: 50 }), 60);
   const ids = Array.from({ length: 200 }, (_, i) => (i % 2 ? `evt_missing_${i}` : `evt_${i}`));
   out['reconcile/audit page lookup ms'] = await timeMs(() => eventIdsInInbox(db, ids), 60);
   await db.query(
@@ -167,12 +244,12 @@ interface Inbox {
   drop(): Promise<void>;
 }
 
-async function inboxOf(rows: number): Promise<Inbox> {
+async function inboxOf(rows: number, ledgerIds: number): Promise<Inbox> {
   const database = await benchDatabase();
   const db = createPgDb({ url: database.url, poolSize: 2, logger: silentLogger() });
   try {
     await migrate(db);
-    await grow(db, 0, rows);
+    await grow(db, rows, Math.max(rows, ledgerIds));
   } catch (err) {
     await db.close();
     await database.drop();
@@ -190,11 +267,15 @@ async function inboxOf(rows: number): Promise<Inbox> {
 }
 
 export async function benchScale(
-  options: { small?: number; large?: number; seconds?: number; rounds?: number } = {},
+  options: { small?: number; large?: number; ledgerIds?: number; dropRows?: number; seconds?: number; rounds?: number } = {},
 ): Promise<Record<string, unknown>> {
   requireWrk();
   const small = options.small ?? 100_000;
   const large = options.large ?? 10_000_000;
+  const ledgerIds = options.ledgerIds ?? 100_000_000;
+  const dropRows = options.dropRows ?? 1_000_000;
+  let bytes: Record<string, number> = {};
+  let drop: Record<string, number> = {};
   const seconds = options.seconds ?? 10;
   const rounds = options.rounds ?? 3;
   const sandbox = await startSandbox(19_950 + Math.floor(Math.random() * 40));
@@ -204,10 +285,19 @@ export async function benchScale(
   const started = Date.now();
   let growSeconds = 0;
   try {
-    inboxes.push(await inboxOf(small));
+    inboxes.push(await inboxOf(small, small));
     const g = Date.now();
-    inboxes.push(await inboxOf(large));
+    inboxes.push(await inboxOf(large, ledgerIds));
     growSeconds = (Date.now() - g) / 1000;
+    const sizes = await storeBytes(inboxes[1]!.db);
+    bytes = {
+      'ledger ids': Math.max(large, ledgerIds),
+      'history events': large,
+      'ledger MB': Math.round(sizes.ledger / 1048576),
+      'history MB': Math.round(sizes.history / 1048576),
+      'ledger bytes per million ids': Math.round(sizes.ledger / (Math.max(large, ledgerIds) / 1e6)),
+      'history bytes per million events': Math.round(sizes.history / (large / 1e6)),
+    };
     for (let r = 0; r < rounds; r++) {
       const measured = new Map<number, Record<string, number>>();
       for (const inbox of r % 2 === 0 ? inboxes : [...inboxes].reverse()) {
@@ -225,6 +315,7 @@ export async function benchScale(
         ),
       );
     }
+    drop = await measureRetentionDrop(inboxes[1]!.db, dropRows);
   } finally {
     await sandbox.stop();
     for (const inbox of inboxes) await inbox.drop();
@@ -243,12 +334,31 @@ export async function benchScale(
     const each = perRound.map((p) => `${p[k]!.toFixed(2)}x`).join(' / ');
     console.log(`  ${k.padEnd(34)} ${ratios[k]!.toFixed(2)}x   (${each})`);
   }
-  return { small, large, seconds, rounds, growSeconds, totalSeconds: (Date.now() - started) / 1000, rows, perRound, ratios };
+  console.log('\nbytes on disk at the large size:');
+  for (const [k, v] of Object.entries(bytes)) console.log(`  ${k.padEnd(34)} ${v.toLocaleString('en-US')}`);
+  console.log('one retention run dropping a day (target < 2 s, history smaller by the partition):');
+  for (const [k, v] of Object.entries(drop)) console.log(`  ${k.padEnd(34)} ${v.toLocaleString('en-US')}`);
+  return {
+    small,
+    large,
+    ledgerIds,
+    seconds,
+    rounds,
+    growSeconds,
+    totalSeconds: (Date.now() - started) / 1000,
+    rows,
+    perRound,
+    ratios,
+    bytes,
+    drop,
+  };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const result = await benchScale({
     large: Number(process.env.BENCH_SCALE_ROWS ?? 10_000_000),
+    ledgerIds: Number(process.env.BENCH_SCALE_LEDGER_IDS ?? 100_000_000),
+    dropRows: Number(process.env.BENCH_SCALE_DROP_ROWS ?? 1_000_000),
     seconds: Number(process.env.BENCH_SECONDS ?? 10),
     rounds: Number(process.env.BENCH_SCALE_ROUNDS ?? 3),
   });

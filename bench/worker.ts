@@ -116,6 +116,10 @@ async function drainBuild(o: {
     const setup = createPgDb({ url: database.url, poolSize: 2, logger: silentLogger() });
     await migrate(setup, { dir: path.join(o.root, 'migrations') });
     if (history > 0) {
+      // A build with a partitioned inbox (migrations/024) needs yesterday's partition for the history.
+      await setup.query(
+        `SELECT inbox_partition_create((now() AT TIME ZONE 'UTC')::date - 1) WHERE to_regprocedure('inbox_partition_create(date)') IS NOT NULL`,
+      );
       await setup.query(
         `INSERT INTO inbox (event_id, type, occurred_at, received_at, status, processed_at, correspondence_id)
          SELECT 'evt_history_' || g, 'participant.acted', now() - interval '1 day', now() - interval '1 day', 'processed', now(), 'cor_h' || (g % 5000)
@@ -124,7 +128,12 @@ async function drainBuild(o: {
       );
       await setup.exec('SELECT inbox_tally_rebuild()');
       await setup.exec('VACUUM ANALYZE inbox');
-      await setup.exec('ALTER TABLE inbox SET (autovacuum_enabled = false)');
+      // On each partition where the inbox is partitioned (the parent has no storage to set it on).
+      const tables = await setup.query<{ name: string }>(
+        `SELECT coalesce((SELECT string_agg(format('%I', c.relname), ',') FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                          WHERE i.inhparent = to_regclass('inbox')), 'inbox') AS name`,
+      );
+      for (const name of tables.rows[0]!.name.split(',')) await setup.exec(`ALTER TABLE ${name} SET (autovacuum_enabled = false)`);
     }
     for (let i = 0; i < n; i += 1000)
       await insertInboxBatch(

@@ -25,8 +25,12 @@ const SQL = {
        ON CONFLICT (event_id) DO NOTHING`,
   pk_hash: `INSERT INTO ref_pk_hash (event_id, body) SELECT i, decode(b, 'base64') FROM unnest($1::text[], $2::text[]) AS u(i, b)
        ON CONFLICT DO NOTHING`,
-  // The inbox's event id is unique through an exclusion constraint (migrations/012), which a conflict target cannot name.
-  inbox: `INSERT INTO inbox ${COLUMNS} SELECT i, t, o, decode(b, 'base64'), c FROM ${ROWS} ON CONFLICT DO NOTHING`,
+  // The ledger's event id is unique through an exclusion constraint (migrations/023), which a conflict target cannot
+  // name; only the ids it took go into the partitioned inbox, with its instant (migrations/024).
+  inbox: `WITH seen AS (INSERT INTO inbox_ids (event_id, received_at) SELECT i, now() FROM unnest($1::text[]) AS i ON CONFLICT DO NOTHING
+                        RETURNING event_id, received_at)
+       INSERT INTO inbox (event_id, type, occurred_at, raw_body, correspondence_id, received_at)
+       SELECT i, t, o, decode(b, 'base64'), c, seen.received_at FROM ${ROWS} JOIN seen ON seen.event_id = u.i`,
   wide: `INSERT INTO ref_wide ${COLUMNS} SELECT i, t, o, decode(b, 'base64'), c FROM ${ROWS} ON CONFLICT (event_id) DO NOTHING`,
   seen_intake: `WITH seen AS (INSERT INTO ref_seen (event_id) SELECT i FROM unnest($1::text[]) AS i ON CONFLICT DO NOTHING RETURNING event_id)
        INSERT INTO ref_intake ${COLUMNS} SELECT i, t, o, decode(b, 'base64'), c FROM ${ROWS} JOIN seen ON seen.event_id = u.i`,

@@ -96,7 +96,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   };
 
   try {
-    if (options.migrate !== false) await migrate(db, { logger });
+    if (options.migrate !== false) await migrate(db, { logger, history: 'leave' });
     if (signing.cipher) {
       started.endpointSecrets = createEndpointSecretProvider({ db, cipher: signing.cipher, configured: signing.configured, clock, logger });
       await started.endpointSecrets.start();

@@ -14,6 +14,7 @@ import { registerProbeCommand } from './commands/probe.js';
 import { registerReconcileCommands } from './commands/reconcile.js';
 import { registerConsoleCommand } from './commands/console.js';
 import { registerMigrateCommand } from './commands/migrate.js';
+import { registerRetentionCommands } from './commands/retention.js';
 import { registerSendSampleCommand } from './commands/send-sample.js';
 import { registerServeCommand } from './commands/serve.js';
 import { registerSandboxCommand } from './commands/sandbox.js';
@@ -23,6 +24,7 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerServeCommand,
   registerDemoCommand,
   registerMigrateCommand,
+  registerRetentionCommands,
   registerInboxCommands,
   registerCorrespondenceCommands,
   registerReconcileCommands,

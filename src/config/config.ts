@@ -5,6 +5,7 @@ import { PG_DEFAULTS } from '../db/defaults.js';
 import { DEFAULT_SCHEMA, isValidSchemaName } from '../db/schema.js';
 import { INGRESS_DEFAULTS } from '../ingress/defaults.js';
 import { PROBE_DEFAULTS } from '../probe/defaults.js';
+import { RETENTION_DEFAULTS } from '../inbox/retention-defaults.js';
 import { RECONCILE_DEFAULTS } from '../reconciler/defaults.js';
 import { SIGNED_PAYLOAD_SCHEMES, type SignedPayloadScheme } from '../signature/index.js';
 import type { Env } from './env.js';
@@ -91,6 +92,15 @@ export interface ConsoleConfig {
   sessionIdleMs: number;
 }
 
+export interface RetentionConfig {
+  /** Days of history the inbox keeps (POSTROOM_RETENTION); ids stay in the ledger for ever. */
+  keepDays: number;
+  /** When the leader runs retention and creates the next days' partitions (POSTROOM_RETENTION_CRON). */
+  cron: string;
+  /** Where each partition is archived before it is dropped (POSTROOM_ARCHIVE_DIR); none: no archive. */
+  archiveDir: string | undefined;
+}
+
 export interface Config {
   nodeEnv: string;
   production: boolean;
@@ -111,6 +121,7 @@ export interface Config {
   metricsPort: number | undefined;
   shutdownTimeoutMs: number;
   console: ConsoleConfig;
+  retention: RetentionConfig;
   /** V8's old-generation growing factor for `serve`, as a percent over 1 (src/app/heap-growth.ts); 0: V8 chooses. */
   heapGrowingPercent: number;
   /** OpenTelemetry traces for `serve`, from the standard OTEL_* variables (src/config/tracing.ts). */
@@ -204,6 +215,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     heapGrowingPercent: int(env, 'POSTROOM_HEAP_GROWING_PERCENT', 100, { min: 0, max: 300 }),
     console: loadConsoleConfig(env, cwd),
     tracing: loadTracingConfig(env),
+    retention: loadRetentionConfig(env, cwd),
   };
 }
 
@@ -218,6 +230,29 @@ function loadProbeConfig(env: Env): Config['probe'] {
     intervalMs: intervalSeconds * 1000,
     timeoutMs: int(env, 'POSTROOM_PROBE_TIMEOUT_SECONDS', PROBE_DEFAULTS.timeoutMs / 1000, { min: 1, max: 600 }) * 1000,
     live: oneOf(env, 'POSTROOM_PROBE_LIVE', ['true', 'false'], 'false') === 'true',
+  };
+}
+
+/** A whole number of days or weeks: `90d`, `13w`. Retention drops whole days, so nothing finer means anything. */
+export function parseRetention(name: string, raw: string): number {
+  const m = /^(\d{1,5})\s*([dw])$/.exec(raw.trim());
+  const days = m ? Number(m[1]) * (m[2] === 'w' ? 7 : 1) : NaN;
+  if (!m || days < RETENTION_DEFAULTS.minimumDays || days > 36_500) {
+    throw new ConfigError(
+      name,
+      `expected a whole number of days or weeks from ${RETENTION_DEFAULTS.minimumDays}d (the reconciler's 7-day look-back and the day a partition spans) to 36500d, e.g. 90d or 13w; got "${raw.slice(0, 40)}"`,
+    );
+  }
+  return days;
+}
+
+function loadRetentionConfig(env: Env, cwd: string): RetentionConfig {
+  const raw = str(env, 'POSTROOM_RETENTION');
+  const archiveDir = str(env, 'POSTROOM_ARCHIVE_DIR');
+  return {
+    keepDays: raw === undefined ? RETENTION_DEFAULTS.keepDays : parseRetention('POSTROOM_RETENTION', raw),
+    cron: str(env, 'POSTROOM_RETENTION_CRON') ?? RETENTION_DEFAULTS.cron,
+    archiveDir: archiveDir === undefined ? undefined : path.resolve(cwd, archiveDir),
   };
 }
 

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PostroomError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
+import { fillIdLedger, moveHistory, PARTITIONED_INBOX_VERSION, PARTITIONS_AHEAD_DAYS } from './inbox-layout.js';
 import { LEGACY_SCHEMA, searchPath } from './schema.js';
 import type { Db, Queryable, Session } from './types.js';
 
@@ -232,15 +233,50 @@ async function legacyMoveStatement(tx: Queryable, kind: ObjectKind, name: string
     .join(';\n');
 }
 
+/** Whether migration 024 left no finished row behind (a new installation): dropping the table then is instant. */
+async function historyLeftEmpty(session: Session): Promise<boolean> {
+  const present = await session.query<{ present: boolean }>(`SELECT to_regclass('inbox_unpartitioned') IS NOT NULL AS present`);
+  if (present.rows[0]?.present !== true) return true;
+  const res = await session.query<{ empty: boolean }>('SELECT NOT EXISTS (SELECT 1 FROM inbox_unpartitioned) AS empty');
+  return res.rows[0]?.empty === true;
+}
+
+/** The partitions of the next days, and the history's move when asked; both only once the inbox is partitioned. */
+async function afterMigrations(
+  session: Session,
+  options: {
+    logger?: Logger;
+    history?: 'move' | 'leave';
+    onProgress?: (progress: { step: 'ledger' | 'history'; done: number; total: number }) => void;
+  },
+): Promise<void> {
+  const res = await session.query<{ ready: boolean }>(`SELECT to_regprocedure('inbox_partitions_ensure(integer)') IS NOT NULL AS ready`);
+  if (res.rows[0]?.ready !== true) return;
+  await session.query('SELECT inbox_partitions_ensure($1::int)', [PARTITIONS_AHEAD_DAYS]);
+  if (options.history === 'leave' && !(await historyLeftEmpty(session))) return;
+  await moveHistory(session, options);
+}
+
 /**
  * Applies pending migrations, each in its own transaction together with its
  * bookkeeping row, while holding an advisory lock so replicas starting together
  * migrate once. First makes sure the installation's schema exists, and moves an
  * installation from the layout before it (tables in `public`) there.
+ *
+ * Before the migration that partitions the inbox, every stored id goes into the ledger, in batches
+ * (src/db/inbox-layout.ts); after the last migration, the finished rows it left behind move into the
+ * partitioned history in batches too, unless `history` is 'leave' (serve at start: ingress waits for
+ * migrate, so serve leaves the long part to `postroom migrate`, which can run beside it), and the next
+ * days' partitions are created.
  */
 export async function migrate(
   db: Db,
-  options: { logger?: Logger; dir?: string } = {},
+  options: {
+    logger?: Logger;
+    dir?: string;
+    history?: 'move' | 'leave';
+    onProgress?: (progress: { step: 'ledger' | 'history'; done: number; total: number }) => void;
+  } = {},
 ): Promise<{ applied: Array<{ version: number; name: string }> }> {
   const files = readMigrations(options.dir);
   const result = await db.withAdvisoryLock('migrate', async (session) => {
@@ -250,6 +286,7 @@ export async function migrate(
     await session.exec(bookkeeping(db.schema));
     const status = compare(files, await appliedMigrations(session, db.schema));
     for (const file of status.pending) {
+      if (file.version === PARTITIONED_INBOX_VERSION) await fillIdLedger(session, options);
       await session.transaction(async (tx) => {
         // Migrations name their objects unqualified, so each one runs with the search path set afresh. A
         // session that first resolved its path while another replica was creating the schema can keep
@@ -267,6 +304,7 @@ export async function migrate(
       });
       options.logger?.info({ version: file.version, name: file.name }, 'migration applied');
     }
+    await afterMigrations(session, options);
     return status.pending;
   });
   if (!result.acquired) throw new PostroomError('migration_lock', 'Could not take the migration lock');

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/types.js';
+import { queryById } from './by-id.js';
 import { inboxFilterSql } from './filter.js';
 import { inFlight, shownStatus } from './in-flight.js';
 import { payloadOf } from './payload.js';
@@ -26,10 +27,11 @@ function withPayload(row: ReplayCandidate): ReplayCandidate {
 }
 
 export async function getReplayCandidate(q: Queryable, eventId: string): Promise<ReplayCandidate | undefined> {
-  const res = await q.query<ReplayCandidate>(
+  const res = await queryById<ReplayCandidate>(
+    q,
     `SELECT event_id, type, ${shownStatus('i')} AS status,
             attempts, payload, raw_body, pruned_at, last_error
-     FROM inbox i WHERE event_id = $1`,
+     FROM inbox i WHERE %BY_ID%`,
     [eventId],
   );
   return res.rows[0] && withPayload(res.rows[0]);
@@ -144,48 +146,4 @@ export async function noteStillQuarantined(q: Queryable, eventId: string, reason
     eventId,
     `still invalid on replay: ${reason}`,
   ]);
-}
-
-export async function countPrunable(q: Queryable, olderThanMs: number): Promise<number> {
-  const res = await q.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM inbox
-     WHERE status IN ('processed', 'skipped') AND pruned_at IS NULL AND processed_at < now() - make_interval(secs => $1)`,
-    [olderThanMs / 1000],
-  );
-  return Number(res.rows[0]?.n ?? 0);
-}
-
-/**
- * Clears payload and raw_body of one page of finished events older than the
- * cut-off, walking inbox_received_idx so each page starts where the last ended.
- * The row and its id stay: the id is what de-duplicates a late redelivery.
- * `last` is where the page stopped; null when nothing was left to prune.
- */
-export async function prunePage(
-  q: Queryable,
-  olderThanMs: number,
-  after: InboxCursor | null,
-  limit: number,
-): Promise<{ pruned: number; last: InboxCursor | null }> {
-  const res = await q.query<{ pruned: number; last_received_at: string | null; last_id: string | null }>(
-    `WITH page AS MATERIALIZED (
-       SELECT event_id, received_at FROM inbox
-       WHERE ${AFTER_CURSOR(2)}
-         AND status IN ('processed', 'skipped') AND pruned_at IS NULL AND processed_at < now() - make_interval(secs => $1)
-       ${IN_RECEIPT_ORDER} LIMIT $4
-       FOR UPDATE SKIP LOCKED
-     ),
-     pruned AS (
-       UPDATE inbox i SET payload = NULL, raw_body = NULL, pruned_at = now()
-       FROM page WHERE i.event_id = page.event_id
-       RETURNING i.event_id
-     ),
-     last AS (SELECT received_at, event_id FROM page ORDER BY received_at DESC, event_id DESC LIMIT 1)
-     SELECT (SELECT count(*) FROM pruned)::int AS pruned,
-            (SELECT ${CURSOR_TEXT} FROM last) AS last_received_at, (SELECT event_id FROM last) AS last_id`,
-    [olderThanMs / 1000, after?.receivedAt ?? null, after?.eventId ?? null, limit],
-  );
-  const row = res.rows[0];
-  const last = row?.last_received_at && row.last_id ? { receivedAt: row.last_received_at, eventId: row.last_id } : null;
-  return { pruned: Number(row?.pruned ?? 0), last };
 }

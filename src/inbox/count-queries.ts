@@ -1,3 +1,4 @@
+import { named } from '../db/statement.js';
 import type { Queryable } from '../db/types.js';
 import { shownStatus } from './in-flight.js';
 
@@ -7,25 +8,37 @@ import { shownStatus } from './in-flight.js';
  * (inbox_unfinished_idx, inbox_attention_idx), and finished events, nearly every
  * row, are read from inbox_tally (migration 007). Cost follows the backlog and
  * the dead letters, not the number of events ever received.
+ *
+ * Prepared (named()): the inbox is partitioned by day (migration 024), and planning these over the 90-odd
+ * days retention keeps costs more than running them; a connection plans each once.
  */
-const BY_TYPE_AND_STATUS_SQL = `
+const BY_TYPE_AND_STATUS_SQL = named(
+  'inbox_counts_by_type',
+  `
 SELECT type, ${shownStatus()} AS status, count(*)::bigint AS n FROM inbox WHERE status IN ('received', 'processing', 'failed') GROUP BY 1, 2
 UNION ALL
 SELECT type, status, count(*)::bigint FROM inbox WHERE status IN ('dead', 'quarantined') GROUP BY type, status
 UNION ALL
-SELECT type, status, sum(n)::bigint FROM inbox_tally GROUP BY type, status HAVING sum(n) <> 0`;
+SELECT type, status, sum(n)::bigint FROM inbox_tally GROUP BY type, status HAVING sum(n) <> 0`,
+);
 
-const BY_STATUS_SQL = `
+const BY_STATUS_SQL = named(
+  'inbox_counts_by_status',
+  `
 SELECT ${shownStatus()} AS status, count(*)::bigint AS n FROM inbox WHERE status IN ('received', 'processing', 'failed') GROUP BY 1
 UNION ALL
 SELECT status, count(*)::bigint FROM inbox WHERE status IN ('dead', 'quarantined') GROUP BY status
 UNION ALL
-SELECT status, sum(n)::bigint FROM inbox_tally GROUP BY status`;
+SELECT status, sum(n)::bigint FROM inbox_tally GROUP BY status`,
+);
 
 /** inbox_unfinished_idx: the first entry is the answer. */
-const OLDEST_UNFINISHED_SQL = `
+const OLDEST_UNFINISHED_SQL = named(
+  'inbox_oldest_unfinished',
+  `
 SELECT event_id, received_at, extract(epoch FROM now() - received_at)::float8 AS age
-FROM inbox WHERE status IN ('received', 'processing', 'failed') ORDER BY received_at LIMIT 1`;
+FROM inbox WHERE status IN ('received', 'processing', 'failed') ORDER BY received_at LIMIT 1`,
+);
 
 export interface StatusCounts {
   by_status: Record<string, number>;
@@ -74,11 +87,11 @@ export async function inboxStats(q: Queryable): Promise<InboxStats> {
 /**
  * What Postgres needs to keep de-duplication fast: the event-id index every new
  * event inserts into, against the buffers it has. Catalogue and file sizes only,
- * no table read. Undefined where the store has no such index (not migrated). On a
- * store migrated only up to 011 that index is the B-tree primary key (012 makes it
- * a hash index).
+ * no table read. Undefined where the store has no such index (not migrated). It is
+ * the ledger's hash index (migration 023); on a store migrated only up to 022 the
+ * inbox's own (012), and up to 011 the inbox's B-tree primary key.
  */
-const SIZING_SQL = `SELECT pg_relation_size(coalesce(to_regclass('inbox_event_id_excl'), to_regclass('inbox_pkey')))::float8 AS index_bytes,
+const SIZING_SQL = `SELECT pg_relation_size(coalesce(to_regclass('inbox_ids_event_id_excl'), to_regclass('inbox_event_id_excl'), to_regclass('inbox_pkey')))::float8 AS index_bytes,
        pg_size_bytes(current_setting('shared_buffers'))::float8 AS shared_buffers_bytes`;
 
 export async function storeSizing(q: Queryable): Promise<{ indexBytes: number; sharedBuffersBytes: number } | undefined> {

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/types.js';
+import { queryById } from './by-id.js';
 
 /** What the sender proved: the exact bytes received and the signature header they came with. */
 export interface DeliveryEvidence {
@@ -9,8 +10,9 @@ export interface DeliveryEvidence {
 
 /** For on-call looking into a quarantined event without psql; undefined when no such event. */
 export async function getDeliveryEvidence(q: Queryable, eventId: string): Promise<DeliveryEvidence | undefined> {
-  const res = await q.query<{ raw_body: Uint8Array | null; signature_header: string | null; pruned_at: Date | null }>(
-    'SELECT raw_body, signature_header, pruned_at FROM inbox WHERE event_id = $1',
+  const res = await queryById<{ raw_body: Uint8Array | null; signature_header: string | null; pruned_at: Date | null }>(
+    q,
+    'SELECT raw_body, signature_header, pruned_at FROM inbox WHERE %BY_ID%',
     [eventId],
   );
   const row = res.rows[0];

@@ -6,7 +6,7 @@ import type { NewInboxEvent } from './types.js';
  *
  * `INSERT … ON CONFLICT DO NOTHING` (and the exclusion constraint behind it) waits for any other transaction
  * that holds an uncommitted row with the same id. A flush whose connection hangs (its backend stopped, the
- * network silent mid-COPY) keeps its rows uncommitted until it is killed; the service's redeliveries of those
+ * network silent mid-flush) keeps its rows uncommitted until it is killed; the service's redeliveries of those
  * events then reach every later flush, of this replica and of the others, and each would wait on it: one stuck
  * connection would stall every event. So each flush first tries a lock per id, in one statement, and never
  * waits for one: an id whose lock another flush holds is answered 503 with Retry-After at once
@@ -16,8 +16,7 @@ import type { NewInboxEvent } from './types.js';
  * The key of an id is two 32-bit hashes of the schema and the id: Postgres's two-int4 advisory locks, a key
  * space apart from the single-bigint locks postroom takes by name (advisory-key.ts). Two ids that share a key
  * while both are being flushed cost one spurious 503, which the service retries; at about 2^-64 per pair of
- * ids in flight at the same moment, it does not happen. The hashes are computed here rather than by Postgres so
- * that the COPY path, which cannot take parameters, can name the keys as numbers in its text.
+ * ids in flight at the same moment, it does not happen.
  */
 
 /** An id another flush is writing at this moment (its lock is held): answer 503, the sender's retry will settle it. */
@@ -65,21 +64,7 @@ export function flushLockKeys(seed: FlushLockSeed, events: readonly NewInboxEven
   return { high, low };
 }
 
-/** An int4[] literal for a statement parameter or, being only digits and signs, for a statement's text. */
+/** An int4[] literal for a statement parameter. */
 export function int4Array(values: Int32Array): string {
   return `{${values.join(',')}}`;
-}
-
-/**
- * The statement to run before a COPY in its implicit transaction: the locks, waiting for none of them. A held
- * one fails the COPY with lock_not_available after 1 ms (the shortest lock_timeout), and the statement that can
- * skip ids writes the flush instead; then the lock wait for the COPY itself (`copyLockTimeout`). One statement,
- * its target list evaluated in order: a statement more per flush cost Postgres a parse and a plan each time.
- */
-export function copyLocks(keys: FlushLockKeys, copyLockTimeout: string): string {
-  return (
-    `SELECT set_config('lock_timeout', '1ms', true), ` +
-    `(SELECT count(pg_advisory_xact_lock(k.high, k.low)) FROM unnest('${int4Array(keys.high)}'::int4[], '${int4Array(keys.low)}'::int4[]) AS k(high, low)), ` +
-    `set_config('lock_timeout', '${copyLockTimeout}', true);`
-  );
 }

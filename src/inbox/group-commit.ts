@@ -2,7 +2,7 @@ import type { Db, Queryable } from '../db/types.js';
 import { describeError, PostroomError, StoreUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import { EventInFlightError, flushLockSeed, type FlushLockSeed } from './flush-locks.js';
-import { createCopyChoice, insertFlush, isDataError, type CopyChoice } from './insert-queries.js';
+import { ensureInboxPartitions, insertFlush, isDataError, isMissingPartition, type FlushWrite } from './insert-queries.js';
 import { ATTR, linksTo, ROOT_CONTEXT, SpanStatusCode, tracer, type Span } from '../tracing/trace.js';
 import type { InsertOutcome, NewInboxEvent } from './types.js';
 
@@ -105,7 +105,6 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
   const postgres = options.db.kind === 'postgres';
   const locks = postgres ? flushLockSeed(options.db.schema) : undefined;
   const stallMs = postgres ? options.stallMs : undefined;
-  const copy = createCopyChoice();
 
   async function writeBatch(batch: Waiter[]): Promise<void> {
     // The same event_id twice in one batch: the first is written, the others are its duplicates (rare: no array per id).
@@ -126,7 +125,7 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     const started = performance.now();
     // Every statement of this flush shares one deadline; flushes running side by side each have their own.
     const store = flushTimeoutMs === undefined ? options.db : withDeadline(options.db, started + flushTimeoutMs);
-    const outcomes = await writeEvents(store, options.logger, copy, locks, events);
+    const outcomes = await writeEvents(store, options.logger, locks, events);
     // Before the waiters are told: ingress answers its requests while they are (the flush's time is the store's).
     const finished = performance.now();
     let inserted = 0;
@@ -224,9 +223,6 @@ function withDeadline(db: Db, deadline: number): Queryable {
   return {
     query: (sql, params) => db.queryWithin(Math.max(1, deadline - performance.now()), sql, params),
     exec: (sql) => db.exec(sql),
-    ...(db.copyInWithin
-      ? { copyIn: (sql: string, data: Buffer) => db.copyInWithin!(Math.max(1, deadline - performance.now()), sql, data) }
-      : {}),
   };
 }
 
@@ -238,13 +234,12 @@ function withDeadline(db: Db, deadline: number): Queryable {
 async function writeEvents(
   store: Queryable,
   logger: Logger,
-  copy: CopyChoice,
   locks: FlushLockSeed | undefined,
   events: NewInboxEvent[],
 ): Promise<Map<string, Outcome>> {
   const out = new Map<string, Outcome>();
   try {
-    const { inserted, busy } = await insertFlush(store, events, copy, locks);
+    const { inserted, busy } = await insertCreatingPartitions(store, logger, events, locks);
     for (const e of events) {
       out.set(e.eventId, inserted.has(e.eventId) ? 'accepted' : busy?.has(e.eventId) ? new EventInFlightError(e.eventId) : 'duplicate');
     }
@@ -258,13 +253,30 @@ async function writeEvents(
     if (events.length > 1) {
       const mid = Math.ceil(events.length / 2);
       for (const half of [events.slice(0, mid), events.slice(mid)]) {
-        for (const [id, o] of await writeEvents(store, logger, copy, locks, half)) out.set(id, o);
+        for (const [id, o] of await writeEvents(store, logger, locks, half)) out.set(id, o);
       }
       return out;
     }
     const e = events[0]!;
     out.set(e.eventId, await quarantineRefused(store, logger, locks, e, err));
     return out;
+  }
+}
+
+/** Inserts the events; when their day has no partition yet, creates it (and the next days') and inserts again. */
+async function insertCreatingPartitions(
+  store: Queryable,
+  logger: Logger,
+  events: NewInboxEvent[],
+  locks: FlushLockSeed | undefined,
+): Promise<FlushWrite> {
+  try {
+    return await insertFlush(store, events, locks);
+  } catch (err) {
+    if (!isMissingPartition(err)) throw err;
+    const created = await ensureInboxPartitions(store);
+    logger.warn({ created }, 'a flush met a day without an inbox partition and created it: is the leader running retention?');
+    return await insertFlush(store, events, locks);
   }
 }
 
@@ -286,7 +298,7 @@ async function quarantineRefused(
     lastError: `store refused the event: ${describeError(err)}`.slice(0, 1000),
   };
   try {
-    const { inserted, busy } = await insertFlush(store, [quarantined], undefined, locks);
+    const { inserted, busy } = await insertCreatingPartitions(store, logger, [quarantined], locks);
     if (busy?.has(e.eventId)) return new EventInFlightError(e.eventId);
     // The answer says what the store kept: a row of its own, quarantined (not the event as sent).
     return inserted.has(e.eventId) ? (e.status === 'quarantined' ? 'accepted' : 'quarantined') : 'duplicate';

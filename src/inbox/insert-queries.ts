@@ -1,13 +1,16 @@
 import { arrayLiteral, type ArrayElement } from '../db/array-literal.js';
+import { PARTITIONS_AHEAD_DAYS } from '../db/inbox-layout.js';
 import { named } from '../db/statement.js';
-import { PostroomError } from '../errors.js';
-import { COPY_COLUMNS, COPY_COLUMNS_TRACED, encodeCopyRows, type CopyRow } from './copy-rows.js';
 import type { Queryable } from '../db/types.js';
-import { copyLocks, flushLockKeys, int4Array, type FlushLockKeys, type FlushLockSeed } from './flush-locks.js';
+import { flushLockKeys, int4Array, type FlushLockKeys, type FlushLockSeed } from './flush-locks.js';
 import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
 
 /**
  * One statement inserts a whole batch, and one pg_notify announces the flush when anything was new:
+ * - every id goes first into the ledger (inbox_ids, migration 023), which holds every id ever stored,
+ *   even after retention dropped its row's partition; a conflict there is a duplicate, and only the ids
+ *   the ledger took go into the history, with the instant the ledger recorded (the partition key), in the
+ *   same statement and so the same transaction;
  * - columns travel as arrays, a constant parameter count whatever the batch size; the bodies as one
  *   binary parameter, each row taking its slice by offset and length (as a text array they would be
  *   base64-encoded, escaped by the driver and decoded by Postgres: a third more bytes, three passes);
@@ -16,62 +19,90 @@ import { INBOX_CHANNEL, type NewInboxEvent } from './types.js';
  * - the usual kept headers (accept.ts) are the event id and type, which the row holds already, and a
  *   content type and user agent, which get columns of their own; readers build the headers back
  *   (migrations/010). Any other set of headers goes in headers, as JSON;
- * - a conflict on the event id is skipped. Its constraint is an exclusion constraint over a hash index
- *   (migrations/012), so ON CONFLICT names no column; the inbox has no other unique constraint;
+ * - the ledger's id is unique through an exclusion constraint over a hash index, so ON CONFLICT names no
+ *   column;
  * - only the count of inserted rows comes back when it is the whole batch (nearly always), the ids
  *   only when some were duplicates.
  * Prepared (named()): planning it would cost Postgres about 0.2 ms on every flush (bench/statements.ts).
+ * A redelivery that meets an id another flush holds is not written and not waited for (`locked`, below).
  */
-const INSERT_BATCH_SQL = named('insert_batch', insertBatchText(false, false));
-// The trace context (migrations/028) only when a row of the flush has one: with tracing off, the statement
-// is the same as on a store without the column.
-const INSERT_BATCH_TRACED_SQL = named('insert_batch_traced', insertBatchText(false, true));
-
 /**
- * The same, for an ingress flush on Postgres: each row's advisory lock is tried first (flush-locks.ts), in
- * event-id order, and only the rows whose lock was free are inserted; `busy` lists the others. The batch is
- * read once, into a materialised CTE, so each lock is tried exactly once.
+ * The statement for a batch, by what it carries:
+ * - `ledger`: written through inbox_ids as above; without it, into a store that has no ledger yet (before
+ *   migration 023), which is what this build's ingress writes while a rolling upgrade has started its pods
+ *   before `postroom migrate` ran (deploy/k8s: `serve --no-migrate`): the inbox there is one table whose own
+ *   exclusion constraint de-duplicates, and received_at has its default. Tried only after the ledger statement
+ *   failed for want of the ledger (isLedgerMissing);
+ * - `locked` (an ingress flush on Postgres): each row's advisory lock is tried first (flush-locks.ts), in
+ *   event-id order, and only the rows whose lock was free are written; `busy` lists the others, which another
+ *   flush holds and which this one never waits for. The batch is read once, into a materialised CTE, so each
+ *   lock is tried exactly once;
+ * - `traced`: the trace context (migration 028), only when a row of the flush has one: with tracing off, the
+ *   statement is the same as on a store without the column.
+ * Parameters: $1-$18 always; then the trace contexts when traced; then the lock keys when locked.
  */
-const INSERT_LOCKED_BATCH_SQL = named('insert_batch_locked', insertBatchText(true, false));
-const INSERT_LOCKED_BATCH_TRACED_SQL = named('insert_batch_locked_traced', insertBatchText(true, true));
-
-/** $1-$18 always; then the trace contexts when traced; then the lock keys when locked. */
-function insertBatchText(locked: boolean, traced: boolean): string {
+function insertBatchText(ledger: boolean, locked: boolean, traced: boolean): string {
   const column = traced ? ', trace_context' : '';
   const keyParam = traced ? 20 : 19;
-  const input = `unnest(
+  const batch = `
+WITH b AS MATERIALIZED (
+  SELECT u.*${locked ? ', pg_try_advisory_xact_lock(u.key_high, u.key_low) AS free' : ''} FROM unnest(
     $1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int4[], $7::text[],
     $8::text[], $9::text[], $10::text[], $11::text[], $12::smallint[], $13::text[], $14::text[], $17::text[], $18::text[]${traced ? ', $19::text[]' : ''}${locked ? `, $${keyParam}::int4[], $${keyParam + 1}::int4[]` : ''}
-  ) AS b(event_id, type, occurred_at, payload, raw_start, raw_length, signature_header,
-         headers, endpoint_id, source, correspondence_id, secret_index, status, last_error, content_type, user_agent${column}${locked ? ', key_high, key_low' : ''})`;
-  return `
-WITH ${
-    locked
-      ? `batch AS MATERIALIZED (SELECT b.*, pg_try_advisory_xact_lock(b.key_high, b.key_low) AS free FROM ${input}),
-`
-      : ''
-  }inserted AS (
-  INSERT INTO inbox (event_id, type, occurred_at, payload, raw_body, signature_header, headers,
-                     delivery_content_type, delivery_user_agent,
-                     endpoint_id, source, correspondence_id, secret_index, status, last_error${column})
-  SELECT b.event_id, b.type, b.occurred_at, b.payload::jsonb,
+  ) AS u(event_id, type, occurred_at, payload, raw_start, raw_length, signature_header,
+         headers, endpoint_id, source, correspondence_id, secret_index, status, last_error, content_type, user_agent${column}${locked ? ', key_high, key_low' : ''})
+),`;
+  const free = locked ? 'WHERE b.free' : '';
+  const rows = `b.type, b.occurred_at, ${ledger ? 'f.received_at, ' : ''}b.payload::jsonb,
          CASE WHEN b.raw_length IS NOT NULL THEN substring($16::bytea FROM b.raw_start FOR b.raw_length) END,
          b.signature_header, b.headers::jsonb, b.content_type, b.user_agent,
-         b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error${traced ? ', b.trace_context' : ''}
-  FROM ${locked ? 'batch AS b WHERE b.free' : input}
+         b.endpoint_id, b.source, b.correspondence_id, b.secret_index, b.status, b.last_error${traced ? ', b.trace_context' : ''}`;
+  const into = `inbox (event_id, type, occurred_at, ${ledger ? 'received_at, ' : ''}payload, raw_body, signature_header, headers,
+                     delivery_content_type, delivery_user_agent,
+                     endpoint_id, source, correspondence_id, secret_index, status, last_error${column})`;
+  const write = ledger
+    ? `
+fresh AS (
+  INSERT INTO inbox_ids (event_id, received_at)
+  SELECT b.event_id, now() FROM b ${free}
+  ON CONFLICT DO NOTHING
+  RETURNING event_id, received_at
+),
+inserted AS (
+  INSERT INTO ${into}
+  SELECT b.event_id, ${rows}
+  FROM b JOIN fresh f ON f.event_id = b.event_id
+  RETURNING event_id
+),`
+    : `
+inserted AS (
+  INSERT INTO ${into}
+  SELECT b.event_id, ${rows}
+  FROM b ${free}
   ON CONFLICT DO NOTHING
   RETURNING event_id
-),
+),`;
+  return `${batch}${write}
 counted AS (SELECT count(*)::int AS n FROM inserted)
 SELECT counted.n,
        CASE WHEN counted.n < $15::int THEN (SELECT coalesce(array_agg(event_id), '{}') FROM inserted) END AS ids,
-       ${
-         locked
-           ? `(SELECT array_agg(event_id) FROM batch WHERE NOT free) AS busy,
-       `
-           : ''
-       }(CASE WHEN counted.n > 0 THEN pg_notify('${INBOX_CHANNEL}', '') END) IS NULL AS notified
+       ${locked ? '(SELECT array_agg(event_id) FROM b WHERE NOT b.free) AS busy, ' : ''}(CASE WHEN counted.n > 0 THEN pg_notify('${INBOX_CHANNEL}', '') END) IS NULL AS notified
 FROM counted`;
+}
+
+/** Each variant prepared once (named()): planning it would cost Postgres about 0.2 ms on every flush. */
+const STATEMENTS = new Map<string, ReturnType<typeof named>>();
+function insertBatchSql(ledger: boolean, locked: boolean, traced: boolean): ReturnType<typeof named> {
+  const name = `insert_batch${ledger ? '' : '_before_ledger'}${locked ? '_locked' : ''}${traced ? '_traced' : ''}`;
+  let statement = STATEMENTS.get(name);
+  if (!statement) STATEMENTS.set(name, (statement = named(name, insertBatchText(ledger, locked, traced))));
+  return statement;
+}
+
+/** undefined_table naming the ledger: the store has not applied migration 023 yet. */
+function isLedgerMissing(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return e?.code === '42P01' && typeof e.message === 'string' && e.message.includes('inbox_ids');
 }
 
 /**
@@ -97,106 +128,26 @@ function usualHeaders(
   return { contentType, userAgent };
 }
 
-/**
- * How long a COPY may wait for a lock, above all for another transaction that holds
- * the same event id. The id is unique through an exclusion constraint (migration
- * 012), which Postgres checks after inserting: two replicas copying the same id at
- * once each find the other's row and wait for the other, a deadlock Postgres breaks
- * only after deadlock_timeout (1 s) by failing one. The statement above does not
- * deadlock (ON CONFLICT checks before it inserts, and gives way), so a COPY that
- * waits this long gives up, and the statement writes the flush.
- */
-const COPY_LOCK_TIMEOUT = '50ms';
-
-/**
- * Rows in Postgres's binary COPY format instead of the statement above: per flush
- * of 32 rows, 0.78 times the statement's Postgres time and 0.9 times its WAL (heap
- * rows go in a page at a time; `npx tsx bench/statements.ts`), and no array
- * literals to build.
- * In the same implicit transaction, the NOTIFY goes out only if the rows commit.
- *
- * COPY has no ON CONFLICT: one id already stored fails it whole, and the statement
- * above runs instead. A flush rarely holds a duplicate, but after an outage the
- * service's retries can make most flushes hold one, and each refused COPY would be
- * work thrown away; so after a refusal the writer inserts for a while (CopyChoice).
- */
-const copyAndNotify = (columns: string): string => `COPY inbox (${columns}) FROM STDIN (FORMAT binary); NOTIFY ${INBOX_CHANNEL}`;
-const COPY_AND_NOTIFY = copyAndNotify(COPY_COLUMNS);
-const COPY_TRACED_AND_NOTIFY = copyAndNotify(COPY_COLUMNS_TRACED);
-const withLockTimeout = (copy: string): string => `SELECT set_config('lock_timeout', '${COPY_LOCK_TIMEOUT}', true); ${copy}`;
-
-/** Whether a row of the flush carries a trace context (the trace_context column is written only then). */
-function anyTraced(events: readonly NewInboxEvent[]): boolean {
-  for (const e of events) if (e.traceContext) return true;
-  return false;
-}
-
 /** SQLSTATE classes caused by the rows rather than the store being down. */
 export function isDataError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^(22|23|54)/.test(code);
 }
 
-/** lock_not_available (COPY_LOCK_TIMEOUT) or deadlock_detected: the COPY wrote nothing. */
-function isLockWaitGivenUp(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === '55P03' || code === '40P01';
+/**
+ * A row whose receipt day has no partition yet (23514, "no partition of relation ... found for row"):
+ * the leader keeps PARTITIONS_AHEAD_DAYS of them ready, so this means it has not run for days. Not the
+ * rows' fault: the writer creates the partitions and writes the flush again.
+ */
+export function isMissingPartition(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return e?.code === '23514' && typeof e.message === 'string' && e.message.includes('no partition of relation');
 }
 
-/** The COPY input for these rows, or undefined when one of them needs the statement. */
-function copyInput(events: readonly NewInboxEvent[], traced: boolean): Buffer | undefined {
-  const rows: CopyRow[] = new Array<CopyRow>(events.length);
-  for (let i = 0; i < events.length; i++) {
-    const e = events[i]!;
-    if (!e.rawBody || e.status !== 'received' || e.lastError !== null) return undefined;
-    const usual = e.headers ? usualHeaders(e.eventId, e.type, e.headers) : undefined;
-    rows[i] = {
-      eventId: e.eventId,
-      type: e.type,
-      occurredAt: e.occurredAt,
-      rawBody: e.rawBody,
-      signatureHeader: e.signatureHeader,
-      headersJson: usual || !e.headers ? null : JSON.stringify(e.headers),
-      contentType: usual?.contentType ?? null,
-      userAgent: usual?.userAgent ?? null,
-      endpointId: e.endpointId,
-      source: e.source,
-      correspondenceId: e.correspondenceId,
-      secretIndex: e.secretIndex,
-      status: e.status,
-      traceContext: e.traceContext ?? null,
-    };
-  }
-  return encodeCopyRows(rows, traced);
-}
-
-/** Whether a flush may try COPY: after a refusal, the next flushes insert, for longer after each refusal in a row. */
-export interface CopyChoice {
-  use(): boolean;
-  wrote(): void;
-  refused(): void;
-}
-
-const FIRST_PAUSE = 8;
-const LONGEST_PAUSE = 1024;
-
-export function createCopyChoice(): CopyChoice {
-  let pause = FIRST_PAUSE;
-  let skip = 0;
-  return {
-    use() {
-      if (skip === 0) return true;
-      skip--;
-      return false;
-    },
-    wrote() {
-      pause = FIRST_PAUSE;
-    },
-    refused() {
-      skip = pause;
-      pause = Math.min(LONGEST_PAUSE, pause * 2);
-    },
-  };
+/** Creates today's partition and the next days' when missing; returns how many it created. */
+export async function ensureInboxPartitions(q: Queryable): Promise<number> {
+  const res = await q.query<{ n: number }>('SELECT inbox_partitions_ensure($1::int) AS n', [PARTITIONS_AHEAD_DAYS]);
+  return Number(res.rows[0]?.n ?? 0);
 }
 
 const byEventId = (a: NewInboxEvent, b: NewInboxEvent): number => (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0);
@@ -210,14 +161,10 @@ const byEventId = (a: NewInboxEvent, b: NewInboxEvent): number => (a.eventId < b
  * could hold an id the other waits on, a deadlock Postgres ends after
  * deadlock_timeout by failing one flush, whose whole batch is then answered 503.
  * In one order, the first to reach a shared id has already passed every smaller
- * one, so waits never form a cycle. COPY keeps that order too.
- *
- * With `copy` (ingress's writer passes one) and a store that speaks COPY outside a
- * transaction, the batch goes in by COPY first and by the statement when COPY
- * is refused; every other writer (the reconciler, in its transaction) inserts.
+ * one, so waits never form a cycle.
  */
-export async function insertInboxBatch(q: Queryable, unordered: readonly NewInboxEvent[], copy?: CopyChoice): Promise<Set<string>> {
-  return (await insertRows(q, unordered, copy, undefined)).inserted;
+export async function insertInboxBatch(q: Queryable, unordered: readonly NewInboxEvent[]): Promise<Set<string>> {
+  return (await insertFlush(q, unordered, undefined)).inserted;
 }
 
 /** What one flush wrote: the new ids, and those another flush holds (`locks` given), which it did not touch. */
@@ -230,54 +177,33 @@ export interface FlushWrite {
  * As insertInboxBatch, for an ingress flush: with `locks` (Postgres), each id's advisory lock is taken first and
  * an id whose lock another flush holds is skipped and reported busy instead of waited for (flush-locks.ts).
  */
-export function insertFlush(
+export async function insertFlush(
   q: Queryable,
   unordered: readonly NewInboxEvent[],
-  copy: CopyChoice | undefined,
-  locks: FlushLockSeed | undefined,
-): Promise<FlushWrite> {
-  return insertRows(q, unordered, copy, locks);
-}
-
-async function insertRows(
-  q: Queryable,
-  unordered: readonly NewInboxEvent[],
-  copy: CopyChoice | undefined,
   locks: FlushLockSeed | undefined,
 ): Promise<FlushWrite> {
   if (unordered.length === 0) return { inserted: new Set(), busy: undefined };
   const events = unordered.length === 1 ? unordered : [...unordered].sort(byEventId);
   const keys = locks && flushLockKeys(locks, events);
   const traced = anyTraced(events);
-  if (copy && q.copyIn && copy.use()) {
-    const data = copyInput(events, traced);
-    if (data) {
-      try {
-        const copySql = traced ? COPY_TRACED_AND_NOTIFY : COPY_AND_NOTIFY;
-        const rows = await q.copyIn(keys ? `${copyLocks(keys, COPY_LOCK_TIMEOUT)} ${copySql}` : withLockTimeout(copySql), data);
-        if (rows !== events.length) {
-          throw new PostroomError('inbox_copy_inconsistent', `COPY wrote ${rows} of ${events.length} inbox rows`);
-        }
-        copy.wrote();
-        return { inserted: new Set(events.map((e) => e.eventId)), busy: undefined };
-      } catch (err) {
-        // A row Postgres refused, an id already stored (COPY cannot skip it, and writes nothing), or a
-        // wait for a lock given up: the statement below writes what is new and says what was not.
-        if (!isDataError(err) && !isLockWaitGivenUp(err)) throw err;
-        copy.refused();
-      }
-    }
-  }
-  const res = await q.query<{ n: number; ids: string[] | null; busy?: string[] | null }>(
-    keys ? (traced ? INSERT_LOCKED_BATCH_TRACED_SQL : INSERT_LOCKED_BATCH_SQL) : traced ? INSERT_BATCH_TRACED_SQL : INSERT_BATCH_SQL,
-    statementParams(events, keys, traced),
-  );
+  const params = statementParams(events, keys, traced);
+  type Row = { n: number; ids: string[] | null; busy?: string[] | null };
+  const res = await q.query<Row>(insertBatchSql(true, keys !== undefined, traced), params).catch((err: unknown) => {
+    if (!isLedgerMissing(err)) throw err;
+    return q.query<Row>(insertBatchSql(false, keys !== undefined, traced), params);
+  });
   const ids = res.rows[0]?.ids;
   const busy = res.rows[0]?.busy;
   return { inserted: ids ? new Set(ids) : new Set(events.map((e) => e.eventId)), busy: busy ? new Set(busy) : undefined };
 }
 
-/** The statement's parameters: a column array each, the bodies as one bytea, and the lock keys when locking. */
+/** Whether a row of the flush carries a trace context (the trace_context column is written only then). */
+function anyTraced(events: readonly NewInboxEvent[]): boolean {
+  for (const e of events) if (e.traceContext) return true;
+  return false;
+}
+
+/** The statement's parameters: a column array each, the bodies as one bytea, the trace contexts and lock keys when used. */
 function statementParams(events: readonly NewInboxEvent[], keys: FlushLockKeys | undefined, traced: boolean): unknown[] {
   const n = events.length;
   const cols: ArrayElement[][] = Array.from({ length: 17 }, () => new Array<ArrayElement>(n));

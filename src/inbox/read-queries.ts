@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/types.js';
+import { queryById } from './by-id.js';
 import { inboxFilterSql, type InboxFilter } from './filter.js';
 import { shownStatus } from './in-flight.js';
 import { payloadOf } from './payload.js';
@@ -35,11 +36,12 @@ const HEADERS = `CASE WHEN headers IS NULL AND (delivery_content_type IS NOT NUL
   ELSE headers END AS headers`;
 
 export async function getInboxEvent(q: Queryable, eventId: string): Promise<InboxDetail | undefined> {
-  const res = await q.query<InboxDetail & { raw_body: Uint8Array | null }>(
+  const res = await queryById<InboxDetail & { raw_body: Uint8Array | null }>(
+    q,
     `SELECT ${RECORD_COLUMNS}, payload, ${HEADERS}, secret_index, locked_by, locked_until, pruned_at,
             octet_length(raw_body) AS raw_body_bytes, CASE WHEN payload IS NULL THEN raw_body END AS raw_body,
             split_part(trace_context, '-', 2) AS trace_id
-     FROM inbox WHERE event_id = $1`,
+     FROM inbox WHERE %BY_ID%`,
     [eventId],
   );
   const row = res.rows[0];
@@ -49,7 +51,7 @@ export async function getInboxEvent(q: Queryable, eventId: string): Promise<Inbo
 }
 
 export async function getRawBody(q: Queryable, eventId: string): Promise<Buffer | undefined> {
-  const res = await q.query<{ raw_body: Uint8Array | null }>('SELECT raw_body FROM inbox WHERE event_id = $1', [eventId]);
+  const res = await queryById<{ raw_body: Uint8Array | null }>(q, 'SELECT raw_body FROM inbox WHERE %BY_ID%', [eventId]);
   const raw = res.rows[0]?.raw_body;
   return raw ? Buffer.from(raw) : undefined;
 }

@@ -124,7 +124,7 @@ export async function recordSentCorrespondence(q: Queryable, ids: readonly strin
 
 export async function eventIdsInInbox(q: Queryable, ids: readonly string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const res = await q.query<{ event_id: string }>('SELECT event_id FROM inbox WHERE event_id = ANY($1::text[])', [ids]);
+  const res = await q.query<{ event_id: string }>('SELECT event_id FROM inbox_ids WHERE event_id = ANY($1::text[])', [ids]);
   return new Set(res.rows.map((r) => r.event_id));
 }
 

@@ -39,9 +39,17 @@ export interface ClaimedBatch {
  * anything back. A hold of 0 turns ordering off. ('processing' is only found on
  * rows claimed by a version before migration 008.)
  */
-const HELD_BACK_BY = (e: string, c: string, hold: string): string => `
+/**
+ * The inbox is partitioned by day of receipt (migration 024), and no event the claim may take, nor any that
+ * may hold one back, was received before the oldest unfinished event. The claim names that event's day as a
+ * constant (`since`), so Postgres plans it over the days that hold work only, not over every day retention
+ * keeps: planned over 90 days, the claim cost 45-70 ms; over the days of the backlog, what it cost on one
+ * table. The text, and so the prepared statement, changes when the backlog's oldest day does.
+ */
+const HELD_BACK_BY = (e: string, c: string, hold: string, since: string): string => `
   ${e}.correspondence_id = ${c}.correspondence_id
   AND ${e}.status IN ('received', 'processing', 'failed') -- lets the planner use inbox_ordering_idx
+  AND ${e}.received_at >= '${since} 00:00:00+00'::timestamptz
   AND ${e}.occurred_at <= ${c}.occurred_at
   AND (${e}.occurred_at < ${c}.occurred_at OR ${e}.event_id COLLATE "C" < ${c}.event_id COLLATE "C")
   AND (${e}.status IN ('received', 'processing')
@@ -86,12 +94,13 @@ const EARLIEST_FIRST = (e: string): string => `ORDER BY ${e}.correspondence_id, 
  * claim-order and ordering indexes are its only paths, and an ANALYZE of the
  * inbox still makes Postgres plan it again.
  */
-function claimSql(limit: number, holdSeconds: number): NamedStatement {
+function claimSql(limit: number, holdSeconds: number, since: string): NamedStatement {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(since)) throw new RangeError(`claim horizon must be a day (YYYY-MM-DD), got ${since}`);
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`claim limit must be a positive integer, got ${limit}`);
   if (!Number.isFinite(holdSeconds)) throw new RangeError(`ordering hold must be a number of seconds, got ${holdSeconds}`);
   const hold = String(holdSeconds);
   return named(
-    'claim',
+    `claim_${since.replaceAll('-', '')}`,
     `
 WITH candidates AS MATERIALIZED (
   SELECT c.event_id, c.correspondence_id, c.occurred_at, c.received_at, c.type, c.payload,
@@ -99,6 +108,7 @@ WITH candidates AS MATERIALIZED (
          c.signature_header, c.trace_context
   FROM inbox c
   WHERE c.status IN ('received', 'failed')
+    AND c.received_at >= '${since} 00:00:00+00'::timestamptz
     AND c.next_attempt_at <= now()
     AND NOT ${inFlight('c')}
     ${
@@ -106,7 +116,7 @@ WITH candidates AS MATERIALIZED (
         ? ''
         : `AND (c.correspondence_id IS NULL OR NOT EXISTS (
       SELECT 1 FROM inbox e
-      WHERE ${HELD_BACK_BY('e', 'c', hold)}
+      WHERE ${HELD_BACK_BY('e', 'c', hold, since)}
         AND (e.status = 'processing' OR e.next_attempt_at > now() OR ${inFlight('e')})
       ${EARLIEST_FIRST('e')}))`
     }
@@ -120,7 +130,7 @@ claimable AS MATERIALIZED (
       ? ''
       : `WHERE c.correspondence_id IS NULL OR NOT EXISTS (
     SELECT 1 FROM inbox e
-    WHERE ${HELD_BACK_BY('e', 'c', hold)}
+    WHERE ${HELD_BACK_BY('e', 'c', hold, since)}
       AND NOT EXISTS (SELECT 1 FROM candidates k WHERE k.event_id = e.event_id)
     ${EARLIEST_FIRST('e')})`
   }
@@ -139,12 +149,27 @@ ORDER BY c.occurred_at NULLS FIRST, c.event_id COLLATE "C"`,
 }
 
 const claimStatements = new Map<string, NamedStatement>();
-function claimStatement(limit: number, holdSeconds: number): NamedStatement {
-  const key = `${limit}/${holdSeconds}`;
+function claimStatement(limit: number, holdSeconds: number, since: string): NamedStatement {
+  const key = `${limit}/${holdSeconds}/${since}`;
   let statement = claimStatements.get(key);
-  if (!statement) claimStatements.set(key, (statement = claimSql(limit, holdSeconds)));
+  if (!statement) {
+    // One statement per day of backlog: the ones of days gone are not kept.
+    for (const old of claimStatements.keys()) if (!old.endsWith(`/${since}`)) claimStatements.delete(old);
+    claimStatements.set(key, (statement = claimSql(limit, holdSeconds, since)));
+  }
   return statement;
 }
+
+/**
+ * The UTC day of the oldest unfinished event, or undefined when there is none: the first entry of
+ * inbox_unfinished_idx in receipt order. Prepared, so its plan over every partition is made once per
+ * connection.
+ */
+const BACKLOG_SINCE_SQL = named(
+  'backlog_since',
+  `SELECT to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day FROM inbox
+   WHERE status IN ('received', 'processing', 'failed') ORDER BY received_at LIMIT 1`,
+);
 
 export interface ClaimParams {
   workerId: string;
@@ -211,8 +236,11 @@ export async function claimBatch(db: Pick<Db, 'transaction'>, p: ClaimParams): P
   return db.transaction(async (tx) => {
     // The lock in a statement of its own, before the claim's: the claim's snapshot must follow it.
     await tx.exec(`${CLAIM_PLAN}; ${CLAIM_DURABILITY}; ${CLAIM_IDLE_LIMIT}; ${CLAIM_LOCK}`);
+    // After the lock, so the backlog it sees is the claim's own.
+    const since = (await tx.query<{ day: string }>(BACKLOG_SINCE_SQL)).rows[0]?.day;
+    if (since === undefined) return undefined;
     const res = await tx.query<ClaimedEvent & { batch_id: string; size: number; raw_body: Uint8Array | null }>(
-      claimStatement(p.limit, p.orderingHoldSeconds),
+      claimStatement(p.limit, p.orderingHoldSeconds, since),
       [p.workerId],
     );
     if (res.rows.length === 0) return undefined;

@@ -51,6 +51,8 @@ export async function takeOneOfBatch(tx: Queryable, batchId: string, eventId: st
 /** The new state of one claimed row. */
 export interface Completion {
   eventId: string;
+  /** When the event was received (the claim's row): names the partitions the completion needs. */
+  receivedAt?: Date;
   status: Exclude<InboxStatus, 'processing'>;
   /** Kept as last_error; null leaves the previous error in place (history). */
   error: string | null;
@@ -79,6 +81,9 @@ WITH done AS (
       processed_at = CASE WHEN u.status IN ('processed', 'skipped') THEN now() ELSE i.processed_at END
   FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[]) AS u(event_id, status, error, retry_in_ms)
   WHERE i.event_id = u.event_id AND i.event_id = ANY($1::text[]) AND ${IS_UNFINISHED('i')}
+    -- The batch's earliest receipt: Postgres skips, at the start of the run, every partition of an earlier day.
+    -- A second before it, as the time came back through a JavaScript Date (milliseconds, maybe rounded up).
+    AND i.received_at >= coalesce($6::timestamptz - interval '1 second', '-infinity'::timestamptz)
   RETURNING i.event_id
 )
 SELECT count(*)::int AS updated, (CASE WHEN $5::boolean THEN pg_notify('${INBOX_CHANNEL}', '') END) IS NULL AS notified
@@ -95,6 +100,16 @@ FROM done`,
  */
 const COMPLETE_PLAN = 'SET LOCAL enable_seqscan = off; SET LOCAL enable_nestloop = off';
 
+/** The earliest receipt time of the batch, or null when one completion does not say (then no partition is skipped). */
+function earliestReceipt(completions: readonly Completion[]): Date | null {
+  let earliest: Date | null = null;
+  for (const c of completions) {
+    if (!c.receivedAt) return null;
+    if (earliest === null || c.receivedAt < earliest) earliest = c.receivedAt;
+  }
+  return earliest;
+}
+
 export async function completeEvents(q: Queryable, all: readonly Completion[], notify: boolean): Promise<number> {
   const completions = all.filter((c) => c.attemptsDelta === 0);
   if (completions.length === 0) return 0;
@@ -105,6 +120,7 @@ export async function completeEvents(q: Queryable, all: readonly Completion[], n
     arrayLiteral(completions.map((c) => c.error)),
     arrayLiteral(completions.map((c) => c.retryInMs)),
     notify,
+    earliestReceipt(completions),
   ]);
   return Number(res.rows[0]?.updated ?? 0);
 }

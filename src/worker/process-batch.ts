@@ -174,7 +174,7 @@ async function runOne<Api>(
   const { row, validated } = entry;
   const done = (completion: Omit<Completion, 'eventId'>, handlerRun?: HandlerRun): EventOutcome => ({
     row,
-    completion: { eventId: row.event_id, ...completion },
+    completion: { eventId: row.event_id, receivedAt: row.received_at, ...completion },
     handlerRun,
   });
   const release = (): EventOutcome => {
@@ -223,11 +223,19 @@ function failure<Api>(bc: BatchContext<Api>, row: ClaimedEvent, err: unknown, ru
   const log = { event_id: row.event_id, type: row.type, attempt: row.attempts, max_attempts: bc.options.maxAttempts, err: error };
   if (dead) {
     bc.logger.error(log, 'event failed its last attempt; dead (replay it with `postroom inbox replay` once fixed)');
-    return { row, completion: { eventId: row.event_id, status: 'dead', error, retryInMs: null, attemptsDelta: 0 }, handlerRun: run };
+    return {
+      row,
+      completion: { eventId: row.event_id, receivedAt: row.received_at, status: 'dead', error, retryInMs: null, attemptsDelta: 0 },
+      handlerRun: run,
+    };
   }
   const retryInMs = backoffDelay(row.attempts, bc.random, withEqualJitter(bc.options.retryBackoff));
   bc.logger.warn({ ...log, retry_in_ms: retryInMs }, 'event handler failed; will retry');
-  return { row, completion: { eventId: row.event_id, status: 'failed', error, retryInMs, attemptsDelta: 0 }, handlerRun: run };
+  return {
+    row,
+    completion: { eventId: row.event_id, receivedAt: row.received_at, status: 'failed', error, retryInMs, attemptsDelta: 0 },
+    handlerRun: run,
+  };
 }
 
 /** The event's own transaction failed: record the failure in a transaction of its own. */

@@ -26,7 +26,7 @@ describe.skipIf(!(await adminUrl()))("postroom on the application's own pg.Pool"
 
     const db = createPgDb({ pool, logger: silentLogger() });
     await migrate(db);
-    await db.query(`INSERT INTO inbox (event_id, type) VALUES ('evt_1', 'correspondence.created')`);
+    await db.query(`INSERT INTO inbox (event_id, type, received_at) VALUES ('evt_1', 'correspondence.created', now())`);
     await db.transaction(async (tx) => {
       await tx.query(`UPDATE inbox SET status = 'processed' WHERE event_id = 'evt_1'`);
       // What a handler does through ctx.tx: the application's tables by the names it always used.

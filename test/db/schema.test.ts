@@ -182,7 +182,7 @@ describe.each(await availableStoreKinds())('own schema on %s', (kind) => {
 
     const db = await pair.open();
     await migrate(db);
-    await db.query(`INSERT INTO inbox (event_id, type) VALUES ('evt_1', 'correspondence.created')`);
+    await db.query(`INSERT INTO inbox (event_id, type, received_at) VALUES ('evt_1', 'correspondence.created', now())`);
     expect((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM inbox')).rows[0]!.n).toBe(1);
     // A handler's ctx.tx still reaches the application's other tables unqualified.
     await db.transaction((tx) => tx.query(`INSERT INTO webhook_endpoints_audit (note) VALUES ('from a handler')`));
@@ -203,7 +203,7 @@ describe.skipIf(!(await availableStoreKinds()).includes('postgres'))('configurab
     const b = await pair.open('hooks_b');
     await migrate(a);
     await migrate(b);
-    await a.query(`INSERT INTO inbox (event_id, type) VALUES ('evt_a', 'correspondence.created')`);
+    await a.query(`INSERT INTO inbox (event_id, type, received_at) VALUES ('evt_a', 'correspondence.created', now())`);
     expect((await b.query('SELECT * FROM inbox')).rows).toEqual([]);
     expect((await a.query<{ event_id: string }>('SELECT event_id FROM inbox')).rows).toEqual([{ event_id: 'evt_a' }]);
   });

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
 import { inboxStatusCounts } from '../../src/inbox/read-queries.js';
 import { inboxStats } from '../../src/inbox/admin-queries.js';
-import { availableStoreKinds, openTestStore } from '../support/db.js';
+import { availableStoreKinds, createPastPartitions, openTestStore } from '../support/db.js';
 import { explain, recording, unkeyedInboxReads } from '../support/plans.js';
 import { envelope, toRow } from '../worker/support.js';
 
@@ -17,6 +17,7 @@ describe.each(await availableStoreKinds())('the oldest unfinished event on %s', 
   it('names the oldest unfinished event, in receipt order, whatever its status', async () => {
     const store = await openTestStore(kind);
     cleanups.push(store.cleanup);
+    await createPastPartitions(store.db, 2);
     const ids = ['evt_old_a', 'evt_old_b', 'evt_old_c', 'evt_old_d'];
     for (const id of ids) await insertInboxBatch(store.db, [event(id, `cor_${id}`)]);
     // Receipt times an hour apart, oldest first; then the oldest finishes and the next one fails.
@@ -51,6 +52,7 @@ describe.each(await availableStoreKinds())('the oldest unfinished event on %s', 
   it('reads the backlog, not every event received, to find the oldest unfinished one', async () => {
     const store = await openTestStore(kind);
     cleanups.push(store.cleanup);
+    await createPastPartitions(store.db, 2);
     await store.db.query(
       `INSERT INTO inbox (event_id, type, occurred_at, raw_body, correspondence_id, status, received_at)
        SELECT 'evt_walk_' || g, 'participant.acted', now(), '\\x00', 'cor_' || (g % 100),

@@ -25,7 +25,7 @@ describe.skipIf(!(await adminUrl()))('the inbox tally, changed from a session wi
 
     const inbox = `${schema}.inbox`;
     await psql.query(
-      `INSERT INTO ${inbox} (event_id, type, status) VALUES ('evt_ops_1', 'participant.acted', 'received'), ('evt_ops_2', 'participant.acted', 'received'), ('evt_ops_3', 'notice.read', 'received')`,
+      `INSERT INTO ${inbox} (event_id, type, status, received_at) VALUES ('evt_ops_1', 'participant.acted', 'received', now()), ('evt_ops_2', 'participant.acted', 'received', now()), ('evt_ops_3', 'notice.read', 'received', now())`,
     );
     await psql.query(`UPDATE ${inbox} SET status = 'processed', processed_at = now()`);
     expect((await inboxStatusCounts(store.db)).by_status.processed).toBe(3);
@@ -34,7 +34,7 @@ describe.skipIf(!(await adminUrl()))('the inbox tally, changed from a session wi
     await psql.query(`TRUNCATE ${inbox}`);
     expect((await inboxStatusCounts(store.db)).by_status.processed ?? 0).toBe(0);
     // A rebuild from the same session agrees with the rows.
-    await psql.query(`INSERT INTO ${inbox} (event_id, type, status) VALUES ('evt_ops_4', 'notice.read', 'skipped')`);
+    await psql.query(`INSERT INTO ${inbox} (event_id, type, status, received_at) VALUES ('evt_ops_4', 'notice.read', 'skipped', now())`);
     await psql.query(`SELECT ${schema}.inbox_tally_rebuild()`);
     expect((await inboxStatusCounts(store.db)).by_status.skipped).toBe(1);
   });

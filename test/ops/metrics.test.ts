@@ -97,7 +97,7 @@ describe('metrics after a known sequence of requests', () => {
   it("reports the event-id index's size against the database's shared_buffers, read at scrape time", async () => {
     const m = parse(await (await request(`${server.url}/metrics`)).body.text());
     const [index] = (
-      await store.db.query<{ bytes: number }>(`SELECT pg_relation_size(to_regclass('inbox_event_id_excl'))::float8 AS bytes`)
+      await store.db.query<{ bytes: number }>(`SELECT pg_relation_size(to_regclass('inbox_ids_event_id_excl'))::float8 AS bytes`)
     ).rows;
     expect(index!.bytes).toBeGreaterThan(0);
     expect(m.get('postroom_store_event_id_index_bytes')).toBe(index!.bytes);

@@ -5,7 +5,7 @@ import { inject } from 'vitest';
 import { createPgDb } from '../../src/db/pg.js';
 import { createPgliteDb } from '../../src/db/pglite.js';
 import { migrate } from '../../src/db/migrate.js';
-import type { Db } from '../../src/db/types.js';
+import type { Db, Queryable } from '../../src/db/types.js';
 import { silentLogger } from '../../src/logging/logger.js';
 
 /**
@@ -204,4 +204,20 @@ export async function openTestStore(kind: StoreKind, options: { poolSize?: numbe
 /** The default store for suites that are not parametrised: Postgres when it answers, else PGlite. */
 export async function openDefaultTestStore(options: { poolSize?: number; migrate?: boolean } = {}): Promise<TestStore> {
   return openTestStore((await adminUrl()) ? 'postgres' : 'pglite', options);
+}
+
+/**
+ * Partitions of the inbox for the `days` UTC days before today: migrate creates today's and the next
+ * days', and a test that dates rows in the past (received_at = now() - …) needs the days it names.
+ */
+export async function createPastPartitions(q: Queryable, days: number): Promise<void> {
+  await q.query(`SELECT inbox_partition_create((now() AT TIME ZONE 'UTC')::date - i) FROM generate_series(1, $1::int) i`, [days]);
+}
+
+/** Autovacuum off for the inbox's partitions (a partitioned table has no storage of its own to set it on). */
+export async function disableInboxAutovacuum(q: Queryable): Promise<void> {
+  const parts = await q.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass('inbox')`,
+  );
+  for (const p of parts.rows) await q.exec(`ALTER TABLE "${p.name}" SET (autovacuum_enabled = false)`);
 }

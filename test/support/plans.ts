@@ -12,11 +12,67 @@ export interface PlanNode {
   Plans?: PlanNode[];
 }
 
-/** The plan of one statement (Postgres returns the JSON parsed, PGlite as text). */
+/**
+ * The plan of one statement (Postgres returns the JSON parsed, PGlite as text), read as if every
+ * partitioned table were one: a partition and its indexes take their parent's names, and an Append or
+ * Merge Append whose children do the same thing to partitions of one table shows as that one child. The
+ * checks ask which index a statement walks, not how many days the inbox has.
+ */
 export async function explain(q: Queryable, sql: string, params?: readonly unknown[]): Promise<PlanNode> {
   const res = await q.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${sql}`, params);
   const raw = res.rows[0]!['QUERY PLAN'];
-  return ((typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{ Plan: PlanNode }>)[0]!.Plan;
+  const plan = ((typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{ Plan: PlanNode }>)[0]!.Plan;
+  return asOneTablePlan(q, plan);
+}
+
+/** A plan read as if every partitioned table were one (see explain). */
+export async function asOneTablePlan(q: Queryable, plan: PlanNode): Promise<PlanNode> {
+  const parents = await q.query<{ child: string; parent: string; empty: boolean }>(
+    `SELECT c.relname AS child, p.relname AS parent, c.relkind = 'r' AND pg_relation_size(c.oid) = 0 AS empty FROM pg_inherits i
+     JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+     WHERE p.relnamespace = current_schema()::regnamespace`,
+  );
+  const parentOf = new Map(parents.rows.map((r) => [r.child, r.parent]));
+  const empty = new Set(parents.rows.filter((r) => r.empty).map((r) => r.child));
+  return asOneTable(plan, parentOf, empty);
+}
+
+/**
+ * A partition with no pages at all (the days ahead) is read by a sequential scan of nothing: the planner's
+ * choice for an empty table, which costs nothing and says nothing about the statement's keys.
+ */
+function asOneTable(node: PlanNode, parentOf: Map<string, string>, empty: Set<string>): PlanNode {
+  const out: PlanNode = { ...node };
+  for (const key of ['Relation Name', 'Index Name'] as const) {
+    const name = out[key];
+    if (name !== undefined && parentOf.has(name)) out[key] = parentOf.get(name)!;
+  }
+  const appending = node['Node Type'] === 'Append' || node['Node Type'] === 'Merge Append';
+  // The subplans Postgres hangs under the first child of an Append move to the first child kept.
+  const carried: PlanNode[] = [];
+  let children = node.Plans?.filter((child) => {
+    const nothing =
+      appending &&
+      child['Node Type'] === 'Seq Scan' &&
+      empty.has(child['Relation Name'] ?? '') &&
+      (child.Plans ?? []).every((p) => p['Subplan Name']);
+    if (nothing) carried.push(...(child.Plans ?? []));
+    return !nothing;
+  }).map((child) => asOneTable(child, parentOf, empty));
+  if (children?.length && carried.length) {
+    children[0] = { ...children[0]!, Plans: [...carried.map((c) => asOneTable(c, parentOf, empty)), ...(children[0]!.Plans ?? [])] };
+  }
+  if (children && (node['Node Type'] === 'Append' || node['Node Type'] === 'Merge Append') && children.length > 0) {
+    // Subplans (a correlated check) hang under the first child only: they are not what makes children differ.
+    const shape = (n: PlanNode): string =>
+      JSON.stringify([n['Node Type'], n['Relation Name'], n['Index Name'], (n.Plans ?? []).filter((p) => !p['Subplan Name']).length]);
+    if (children.every((c) => shape(c) === shape(children![0]!))) children = [children[0]!];
+  }
+  if (children) out.Plans = children;
+  if (children?.length === 1 && (node['Node Type'] === 'Append' || node['Node Type'] === 'Merge Append')) {
+    return { ...children[0]!, ...(node['Subplan Name'] ? { 'Subplan Name': node['Subplan Name'] } : {}) };
+  }
+  return out;
 }
 
 /**

@@ -8,9 +8,9 @@ import { claimBatch, reapOrphanedAttempts } from '../../src/worker/claim-queries
 import { takeBatch } from '../../src/worker/complete-queries.js';
 import type { Db, Sql } from '../../src/db/types.js';
 import { decideReplay } from '../../src/worker/replay.js';
-import { availableStoreKinds, openTestStore } from '../support/db.js';
-import { migrationsBefore } from '../support/migrations.js';
-import { envelope, inboxRow, insertEnvelopes } from './support.js';
+import { availableStoreKinds, createPastPartitions, openTestStore } from '../support/db.js';
+import { insertBeforeLedger, migrationsBefore } from '../support/migrations.js';
+import { envelope, inboxRow, insertEnvelopes, toRow } from './support.js';
 
 /**
  * A claim records its attempt in one inbox_attempts row per batch instead of
@@ -108,6 +108,7 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
       `UPDATE inbox SET status = 'failed', attempts = 1, next_attempt_at = now() + interval '1 hour' WHERE event_id = $1`,
       [failing.event_id],
     );
+    await createPastPartitions(store.db, 1);
     await store.db.query(`UPDATE inbox SET received_at = now() - interval '1 hour' WHERE event_id = $1`, [old.event_id]);
 
     const claim = await claimBatch(store.db, { workerId: 'w1', limit: 10, orderingHoldSeconds: 300 });
@@ -266,7 +267,10 @@ describe.each(await availableStoreKinds())('claims recorded in inbox_attempts (%
     cleanups.push(store.cleanup);
     await migrate(store.db, { dir: migrationsBefore(15, cleanups) });
     const events = [acted('cor_u1', 0), acted('cor_u2', 1), acted('cor_u3', 2)];
-    await insertEnvelopes(store.db, events);
+    await insertBeforeLedger(
+      store.db,
+      events.map((e) => toRow(e)),
+    );
     // A worker of the earlier version claimed the first two events before the upgrade and is running them.
     const before = await store.db.query<{ batch_id: string }>(
       `INSERT INTO inbox_attempts (worker_id, event_ids) VALUES ('old-worker', $1) RETURNING batch_id::text AS batch_id`,

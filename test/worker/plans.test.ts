@@ -6,8 +6,8 @@ import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
 import type { NewInboxEvent } from '../../src/inbox/types.js';
 import { claimBatch, reapOrphanedAttempts } from '../../src/worker/claim-queries.js';
 import { completeEvents, takeBatch } from '../../src/worker/complete-queries.js';
-import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
-import { explain, unkeyedInboxReads, type PlanNode } from '../support/plans.js';
+import { availableStoreKinds, disableInboxAutovacuum, openTestStore, type TestStore } from '../support/db.js';
+import { asOneTablePlan, explain, unkeyedInboxReads, type PlanNode } from '../support/plans.js';
 
 /**
  * The worker's statements must keep their shape when the planner's statistics
@@ -131,7 +131,7 @@ async function genericPlansOf(
       const res = await tx.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE ${name}${args}`);
       await tx.exec(`DEALLOCATE ${name}`);
       const raw = res.rows[0]!['QUERY PLAN'];
-      plans.push(((typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{ Plan: PlanNode }>)[0]!.Plan);
+      plans.push(await asOneTablePlan(tx, ((typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{ Plan: PlanNode }>)[0]!.Plan));
     }
     return plans;
   });
@@ -152,7 +152,7 @@ describe.each(await availableStoreKinds())('worker statements with stale statist
 
   beforeAll(async () => {
     store = await openTestStore(kind);
-    if (kind === 'postgres') await store.db.exec('ALTER TABLE inbox SET (autovacuum_enabled = false)');
+    if (kind === 'postgres') await disableInboxAutovacuum(store.db);
     for (let i = 0; i < HISTORY + BACKLOG; i += 200) {
       await insertInboxBatch(
         store.db,
@@ -236,7 +236,7 @@ describe.skipIf(!(await availableStoreKinds()).includes('postgres'))('worker sta
 
   beforeAll(async () => {
     store = await openTestStore('postgres');
-    await store.db.exec('ALTER TABLE inbox SET (autovacuum_enabled = false)');
+    await disableInboxAutovacuum(store.db);
     await insertInboxBatch(
       store.db,
       Array.from({ length: 30 }, (_, i) => row(i)),

@@ -1,12 +1,13 @@
 import { Option, type Command } from 'commander';
 import { PostroomError } from '../../errors.js';
+import { receivedAtOf } from '../../inbox/by-id.js';
 import { getDeliveryEvidence } from '../../inbox/evidence-queries.js';
 import { getInboxEvent, listInbox } from '../../inbox/read-queries.js';
 import { INBOX_STATUSES } from '../../inbox/types.js';
 import type { CliContext } from '../context.js';
 import { parseChoice, parseCount, parseDuration } from '../duration.js';
 import { createProgress, printJson, printTable } from '../output.js';
-import { countPrunable, inboxStats, prunePage, type InboxCursor } from '../../inbox/admin-queries.js';
+import { inboxStats } from '../../inbox/admin-queries.js';
 import { recordCliAction } from '../audit.js';
 
 /** The `inbox` command group: what was accepted (list, show) and what to do about it (stats, replay, prune). */
@@ -64,7 +65,16 @@ Examples:
     .action(async (eventId: string, opts: { json?: boolean; raw?: boolean; signature?: boolean }) => {
       const db = await ctx.db();
       const row = await getInboxEvent(db, eventId);
-      if (!row) throw new PostroomError('not_found', `No event ${eventId} in the inbox. List recent ones with \`postroom inbox list\`.`);
+      if (!row) {
+        // An id the ledger holds was received; its row went with its day (retention), and a redelivery is a duplicate.
+        const received = await receivedAtOf(db, eventId);
+        if (received)
+          throw new PostroomError(
+            'not_found',
+            `${eventId} was received at ${new Date(received).toISOString()}, and its day has since been dropped by retention (POSTROOM_RETENTION); its id still de-duplicates. Restore the day's archive with \`postroom archive restore <file>\` to inspect it.`,
+          );
+        throw new PostroomError('not_found', `No event ${eventId} in the inbox. List recent ones with \`postroom inbox list\`.`);
+      }
       const evidence = opts.raw || opts.signature ? await getDeliveryEvidence(db, eventId) : undefined;
       if (opts.raw && !evidence?.rawBody) {
         throw new PostroomError(
@@ -93,7 +103,7 @@ Examples:
     });
   registerStats(inbox, ctx);
   registerReplay(inbox, ctx);
-  registerPrune(inbox, ctx);
+  registerPrune(inbox);
   return inbox;
 }
 
@@ -231,41 +241,31 @@ A running worker picks replayed events up at once (postroom serve, or your own p
     );
 }
 
-function registerPrune(inbox: Command, ctx: CliContext): void {
+/**
+ * `inbox prune` cleared old payloads with an UPDATE of every old row: bloat and vacuum work in proportion
+ * to history, and no row ever left. Retention drops whole days instead (`postroom retention run`); the
+ * command stays, so that a cron job or a runbook that still calls it fails saying what replaced it.
+ */
+function registerPrune(inbox: Command): void {
   inbox
     .command('prune')
-    .description(
-      'Drop the payloads of processed and skipped events older than a cut-off. Rows and ids stay: they are what de-duplicates a late redelivery.',
+    .description('Retired: use `postroom retention run` (POSTROOM_RETENTION), which drops whole days of history.')
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .addHelpText(
+      'after',
+      `\nRetention drops whole days of the inbox once they are older than POSTROOM_RETENTION (default 90d);
+ids stay in the ledger, so redeliveries stay duplicates. See docs/retention.md.
+
+Examples:
+  $ postroom retention run --dry-run
+  $ POSTROOM_RETENTION=30d postroom retention run`,
     )
-    .requiredOption('--older-than <duration>', 'finished longer ago than this, e.g. 30d')
-    .option('--dry-run', 'count what would be pruned, change nothing')
-    .option('--json', 'print the result as JSON')
-    .addHelpText('after', `\nExamples:\n  $ postroom inbox prune --older-than 30d --dry-run\n  $ postroom inbox prune --older-than 90d`)
-    .action(async (opts: { olderThan: string; dryRun?: boolean; json?: boolean }) => {
-      const olderThanMs = parseDuration('--older-than', opts.olderThan);
-      const db = await ctx.db();
-      const total = await countPrunable(db, olderThanMs);
-      if (opts.dryRun) {
-        if (opts.json) printJson(ctx.io, { prunable: total, dry_run: true });
-        else
-          ctx.io.stdout.write(
-            `would prune ${total} event payload(s) finished more than ${opts.olderThan} ago (dry run: nothing changed)\n`,
-          );
-        return;
-      }
-      const progress = createProgress(ctx.io, 'prune');
-      let pruned = 0;
-      let after: InboxCursor | null = null;
-      for (;;) {
-        const page = await prunePage(db, olderThanMs, after, 5000);
-        pruned += page.pruned;
-        progress.update(`${pruned}/${total}`);
-        if (page.last === null) break;
-        after = page.last;
-      }
-      progress.done();
-      if (opts.json) printJson(ctx.io, { pruned, dry_run: false });
-      else ctx.io.stdout.write(`pruned ${pruned} event payload(s); their ids are kept for de-duplication\n`);
+    .action(() => {
+      throw new PostroomError(
+        'command_retired',
+        '`postroom inbox prune` is retired: retention now drops whole days of history. Run `postroom retention run --dry-run` to see what it would drop, and set POSTROOM_RETENTION (default 90d) for how long events are kept.',
+      );
     });
 }
 

@@ -25,6 +25,7 @@ async function serveComponents(role: Role): Promise<ComponentFactory[]> {
     factories.push((await import('../../app/reconciler-component.js')).reconcilerComponentFactory);
     factories.push((await import('../../app/probe-component.js')).probeComponentFactory);
   }
+  if (role !== 'ingress') factories.push((await import('../../app/retention-component.js')).retentionComponentFactory);
   return factories;
 }
 
