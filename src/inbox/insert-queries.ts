@@ -72,6 +72,10 @@ inserted AS (
   INSERT INTO ${into}
   SELECT b.event_id, ${rows}
   FROM b JOIN fresh f ON f.event_id = b.event_id
+  -- A no-op on the partitioned inbox, which has no unique constraint. While migration 023's backfill has not
+  -- yet brought every stored id into the ledger, the inbox is still the one table with its own constraint, and
+  -- the ledger may take an id that table already holds: the row is skipped, and the id answered duplicate.
+  ON CONFLICT DO NOTHING
   RETURNING event_id
 ),`
     : `

@@ -2,11 +2,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../src/app/server.js';
 import { loadConfig } from '../../src/config/config.js';
 import { migrate } from '../../src/db/migrate.js';
+import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
 import type { Queryable } from '../../src/db/types.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { availableStoreKinds, openTestStore } from '../support/db.js';
 import { makeEvent, postEvent } from '../support/events.js';
-import { migrationsBefore } from '../support/migrations.js';
+import { insertBeforeLedger, migrationsBefore } from '../support/migrations.js';
+import { envelope, toRow } from '../worker/support.js';
 import { TEST_SECRET } from '../support/receiver.js';
 
 /**
@@ -96,5 +98,19 @@ describe.each(await availableStoreKinds())('moving an existing inbox into partit
               to_regclass('inbox_unpartitioned') IS NOT NULL AS leftover`,
     );
     expect(layout.rows[0]).toEqual({ partitioned: true, leftover: false });
+  });
+
+  it('answers duplicate for a stored id the ledger does not hold yet, before its backfill', async () => {
+    const store = await openTestStore(kind, { migrate: false });
+    cleanups.push(store.cleanup);
+    await migrate(store.db, { dir: migrationsBefore(23, cleanups) });
+    const old = toRow(envelope('participant.acted', { correspondence_id: 'cor_1' }, '2026-11-18T10:15:00Z', 'evt_before_ledger'));
+    await insertBeforeLedger(store.db, [old]);
+    // 023 alone: the triggers record what is written from now on; the backfill runs only before 024.
+    await migrate(store.db, { dir: migrationsBefore(24, cleanups) });
+    const fresh = toRow(envelope('participant.acted', { correspondence_id: 'cor_1' }, '2026-11-18T10:16:00Z', 'evt_after_ledger'));
+    expect(await insertInboxBatch(store.db, [old, fresh])).toEqual(new Set(['evt_after_ledger']));
+    const rows = await store.db.query<{ n: string }>(`SELECT count(*) AS n FROM inbox WHERE event_id = 'evt_before_ledger'`);
+    expect(Number(rows.rows[0]!.n)).toBe(1);
   });
 });
