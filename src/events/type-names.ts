@@ -20,3 +20,6 @@ export const EVENT_TYPE_NAMES = [
 ] as const;
 
 export type EventTypeName = (typeof EVENT_TYPE_NAMES)[number];
+
+/** The type the service sends when asked to test an endpoint (POST /webhook-endpoints/{id}/test): what `postroom probe` sends. */
+export const TEST_EVENT_TYPE = 'webhook.test' satisfies EventTypeName;

@@ -1,5 +1,6 @@
 import type { ListDeliveriesParams, Page, WebhookDelivery } from '../client/types.js';
 import type { ProbeOutcome } from './defaults.js';
+import { TEST_EVENT_TYPE } from '../events/type-names.js';
 
 /** The part of the API client a diagnosis reads. */
 export interface DeliveryLog {
@@ -59,7 +60,7 @@ async function findDelivery(
       for (const d of page.items) {
         if (p.eventId) {
           if (d.event_id === p.eventId) return d;
-        } else if (d.event_type === 'webhook.test' && Date.parse(d.created_at) >= p.since.getTime()) {
+        } else if (d.event_type === TEST_EVENT_TYPE && Date.parse(d.created_at) >= p.since.getTime()) {
           if (!newest || Date.parse(d.created_at) > Date.parse(newest.created_at)) newest = d;
         }
       }

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import type { ProbeOutcome } from './defaults.js';
+import { TEST_EVENT_TYPE } from '../events/type-names.js';
 
 /**
  * Starts a probe of one endpoint unless one is in flight (probe_runs_in_flight_idx) or one began less than
@@ -64,7 +65,7 @@ export async function storedProbeEvent(
       )
     : await q.query<{ event_id: string; round_trip_ms: number }>(
         `SELECT i.event_id, (extract(epoch FROM i.received_at - r.requested_at) * 1000)::int AS round_trip_ms
-         FROM probe_runs r JOIN inbox i ON i.type = 'webhook.test' AND i.received_at >= r.requested_at
+         FROM probe_runs r JOIN inbox i ON i.type = '${TEST_EVENT_TYPE}' AND i.received_at >= r.requested_at
          WHERE r.probe_id = $1 AND NOT EXISTS (SELECT 1 FROM probe_runs o WHERE o.event_id = i.event_id AND o.probe_id <> $1)
          ORDER BY i.received_at LIMIT 1`,
         [p.probeId],

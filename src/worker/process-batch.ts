@@ -14,6 +14,7 @@ import type { WorkerOptions } from './options.js';
 import { runHandlers, type HandlerRun } from './run-handlers.js';
 import { eventTypeLabel } from '../metrics/labels.js';
 import { ATTR, MESSAGING_SYSTEM, SpanKind, SpanStatusCode, contextFromTraceparent, trace, tracer } from '../tracing/trace.js';
+import { TEST_EVENT_TYPE } from '../events/type-names.js';
 
 export interface BatchContext<Api> {
   db: Db;
@@ -192,7 +193,7 @@ async function runOne<Api>(
   if ((row.correspondence_id !== null && held.has(row.correspondence_id)) || bc.stopping() || giveBack) return release();
 
   const handlers = bc.registry.handlersFor(validated.kind, row.type);
-  if (handlers.length > 0 && row.type === 'webhook.test' && (await isProbeEvent(tx, row.event_id, row.received_at)))
+  if (handlers.length > 0 && row.type === TEST_EVENT_TYPE && (await isProbeEvent(tx, row.event_id, row.received_at)))
     return done({ status: 'processed', error: null, retryInMs: null, attemptsDelta: 0 });
   if (handlers.length === 0) {
     return done({ status: validated.kind === 'known' ? 'processed' : 'skipped', error: null, retryInMs: null, attemptsDelta: 0 });
