@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { stop } from './lib/processes.js';
-import { prepareDatabase, refuseDroppedIndexes, SECRET, startReceiver, tableOf } from './lib/rigs.js';
+import { tableOf, emptyStore, refuseDroppedIndexes, prepareDatabase, SECRET, startReceiver } from './lib/rigs.js';
 import { cachedRequests, requireWrk, runWrk } from './lib/wrk.js';
 
 interface ProfileNode {
@@ -71,8 +71,8 @@ const port = 19_500 + Math.floor(Math.random() * 400);
 const totals: Array<[string, number]> = [];
 try {
   for (const key of keys) {
-    const { table, truncate } = tableOf(key);
-    await setup.exec(`TRUNCATE ${truncate}`);
+    const { table } = tableOf(key);
+    await emptyStore(setup, key);
     const out = path.join(dir, `${key.replace(/[^A-Za-z0-9_-]/g, '_')}.heapprofile`);
     fs.rmSync(out, { force: true });
     const sampler = `${pathToFileURL(SAMPLER).href}?out=${encodeURIComponent(out)}`;

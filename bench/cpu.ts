@@ -25,7 +25,7 @@ import fs from 'node:fs';
 import type pg from 'pg';
 import { sampleRss, stop } from './lib/processes.js';
 import { median } from './lib/receivers.js';
-import { prepareDatabase, refuseDroppedIndexes, SECRET, startReceiver, tableOf, type BenchDatabase } from './lib/rigs.js';
+import { tableOf, type BenchDatabase, emptyStore, refuseDroppedIndexes, prepareDatabase, SECRET, startReceiver } from './lib/rigs.js';
 import { startOtlpSink } from './lib/otlp-sink.js';
 import { cachedRequests, requireWrk, runWrk } from './lib/wrk.js';
 
@@ -144,7 +144,7 @@ interface Rig {
 /** Loads one receiver for `seconds` and returns its CPU and Postgres time per stored row. */
 async function measure(rig: Rig, file: string, fileRequests: number): Promise<{ m: Measured; threads: string; kernel: string }> {
   const dbName = new URL(rig.database.url).pathname.slice(1);
-  await rig.setup.exec(`TRUNCATE ${tableOf(rig.key).truncate}`);
+  await emptyStore(rig.setup, rig.key);
   const backends = (
     await rig.admin.query<{ pid: number }>(
       `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
@@ -310,8 +310,8 @@ async function oneAtATime(): Promise<void> {
   try {
     for (let r = 0; r < runs; r++) {
       for (const key of keys) {
-        const { table, truncate } = tableOf(key);
-        await setup.exec(`TRUNCATE ${truncate}`);
+        const { table } = tableOf(key);
+        await emptyStore(setup, key);
         const child = await startReceiver(key, port, database.url, refUrl, { profDir });
         try {
           // Warm up (JIT, connections), then measure.

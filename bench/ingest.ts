@@ -138,8 +138,9 @@ export async function benchIngest(
         const rss = sampleRss(child.pid!);
         try {
           if (warmupSeconds > 0) await runWrk(hook, reqs.file, { connections, seconds: warmupSeconds });
-          // Every run replays the same events: each starts from an empty table, so its rows are all new.
-          if (v.table) await setup.exec(`TRUNCATE ${v.table}`);
+          // Every run replays the same events: each starts from an empty table (and, for the inbox, an empty id
+          // ledger), so its rows are all new.
+          if (v.table) await setup.exec(`TRUNCATE ${v.table === 'inbox' ? 'inbox, inbox_ids' : v.table}`);
           const countSql = `SELECT count(*) AS n FROM ${v.table}`;
           const before = v.table ? await count(refUrl, countSql) : 0;
           const w = await runWrk(hook, reqs.file, { connections, seconds });
@@ -166,7 +167,7 @@ export async function benchIngest(
      * compares two runs a minute apart rather than one against the medians of a few minutes before.
      */
     const sustainedRun = async (role: 'ingress' | 'all', reqsFile: string): Promise<Record<string, number>> => {
-      await setup.exec('TRUNCATE inbox');
+      await setup.exec('TRUNCATE inbox, inbox_ids');
       const child = await startPostroom(role, port, postroomEnv(database.url));
       const rss = sampleRss(child.pid!);
       const backlog = async (): Promise<{ backlog: number; finished: number }> => {

@@ -100,7 +100,7 @@ process.once('SIGINT', () => {
 try {
   // bench/lib/pg.ts reads DATABASE_URL when it loads: the rigs must load after it names this cluster.
   process.env.DATABASE_URL = cluster.url;
-  const { prepareDatabase, SECRET, startReceiver, tableOf } = await import('./lib/rigs.js');
+  const { emptyStore, prepareDatabase, SECRET, startReceiver, tableOf } = await import('./lib/rigs.js');
   const admin = new pg.Client({ connectionString: cluster.url });
   await admin.connect();
   await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
@@ -112,8 +112,8 @@ try {
     const child = await startReceiver(key, ++port, database.url, refUrl);
     try {
       await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds: 2 });
-      const { table: stored, truncate } = tableOf(key);
-      await setup.exec(`TRUNCATE ${truncate}`);
+      const { table: stored } = tableOf(key);
+      await emptyStore(setup, key);
       await admin.query('CHECKPOINT');
       await admin.query('SELECT pg_stat_statements_reset()');
       const w = await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds });

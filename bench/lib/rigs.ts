@@ -28,6 +28,18 @@ export const GROUP_COMMITS: Record<string, { mode: string; table: string; trunca
   gc_seen: { mode: 'seen_intake', table: 'ref_intake', truncate: 'ref_intake, ref_seen' },
 };
 
+/**
+ * Empties what a receiver stores into before a run. Where the inbox is, so is the permanent id ledger
+ * (migrations/023) of a build that has one: left full, it would answer the next run's events, which reuse the
+ * same signed bodies, as duplicates, and nothing would be stored.
+ */
+export async function emptyStore(setup: { exec(sql: string): Promise<unknown> }, key: string): Promise<void> {
+  const { truncate } = tableOf(key);
+  await setup.exec(`TRUNCATE ${truncate}`);
+  if (/\binbox\b/.test(truncate))
+    await setup.exec(`DO $$ BEGIN IF to_regclass('inbox_ids') IS NOT NULL THEN TRUNCATE inbox_ids; END IF; END $$`);
+}
+
 /** The table a receiver stores into, and what to empty before each of its runs. */
 export function tableOf(key: string): { table: string; truncate: string } {
   return GROUP_COMMITS[key] ?? { table: 'inbox', truncate: 'inbox' };
