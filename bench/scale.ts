@@ -246,7 +246,8 @@ interface Inbox {
 
 async function inboxOf(rows: number, ledgerIds: number): Promise<Inbox> {
   const database = await benchDatabase();
-  const db = createPgDb({ url: database.url, poolSize: 2, logger: silentLogger() });
+  // No statement timeout: at 100 million ids, rebuilding the ledger's hash index is one statement of minutes.
+  const db = createPgDb({ url: database.url, poolSize: 2, logger: silentLogger(), statementTimeoutMs: 0 });
   try {
     await migrate(db);
     await grow(db, rows, Math.max(rows, ledgerIds));
