@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { finishAudit, recordAudit, type AuditedAction } from '../console/audit-queries.js';
+import { finishAudit, recordAudit, type AuditEntry } from '../console/audit-queries.js';
 import type { Identity } from '../console/auth/tokens.js';
 import { describeError } from '../errors.js';
 import type { CliContext } from './context.js';
@@ -15,19 +15,12 @@ function cliIdentity(): Identity {
   return { name: `${user}@${os.hostname()}`, role: 'operator', via: 'cli' };
 }
 
-interface Entry {
-  action: AuditedAction;
-  target?: string | null;
-  affected?: number | null;
-  detail?: Record<string, unknown>;
-}
-
 /**
  * Records an action taken with the CLI in the same audit table as the console's (`postroom console audit`
  * and the console's Audit view show both). The action has already happened when this runs, so a failure
  * to record it is reported on stderr rather than turned into the command's failure. Returns the entry's id.
  */
-export async function recordCliAction(ctx: CliContext, entry: Entry): Promise<number | undefined> {
+export async function recordCliAction(ctx: CliContext, entry: AuditEntry): Promise<number | undefined> {
   try {
     return await recordAudit(await ctx.db(), cliIdentity(), entry);
   } catch (err) {

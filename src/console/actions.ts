@@ -5,7 +5,7 @@ import type { Logger } from '../logging/logger.js';
 import { ignoreGap } from '../reconciler/gap-queries.js';
 import { currentRun } from '../reconciler/state-queries.js';
 import { replayEvent, replayMatching } from '../worker/replay.js';
-import { finishAudit, recordAudit } from './audit-queries.js';
+import { finishAudit, recordAudit, replayEventEntry } from './audit-queries.js';
 import type { Identity } from './auth/tokens.js';
 import type { RunResult } from '../reconciler/reconcile.js';
 
@@ -34,15 +34,7 @@ export function createActions(deps: { db: Db; logger: Logger; reconcile: Reconci
   return {
     async replayOne(who, eventId) {
       const result = await replayEvent(db, eventId);
-      await recordAudit(db, who, {
-        action: 'replay_event',
-        target: eventId,
-        affected: result.outcome === 'replayed' ? 1 : 0,
-        detail:
-          result.outcome === 'replayed'
-            ? { outcome: 'replayed', from_status: result.from_status }
-            : { outcome: 'still_invalid', reason: result.reason },
-      });
+      await recordAudit(db, who, replayEventEntry(eventId, result));
       return result.outcome === 'replayed'
         ? `Replayed ${eventId} (was ${result.from_status}): a worker picks it up now.`
         : `${eventId} is still invalid and stays quarantined: ${result.reason}`;

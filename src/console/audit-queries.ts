@@ -4,6 +4,14 @@ import type { Identity } from './auth/tokens.js';
 export const AUDITED_ACTIONS = ['replay_event', 'replay_matching', 'ignore_gap', 'reconcile', 'reveal'] as const;
 export type AuditedAction = (typeof AUDITED_ACTIONS)[number];
 
+/** What an action records: what it was, what it was about, how many it changed, and the rest. */
+export interface AuditEntry {
+  action: AuditedAction;
+  target?: string | null;
+  affected?: number | null;
+  detail?: Record<string, unknown>;
+}
+
 /** One action taken in the console, as console_audit keeps it (migration 022). */
 export interface ConsoleAuditRow {
   audit_id: number;
@@ -20,12 +28,24 @@ export interface ConsoleAuditRow {
 
 const COLUMNS = 'audit_id::int AS audit_id, at, actor, role, via, action, target, affected, detail, finished_at';
 
+/** The audit entry of one event's replay, whether the console or the CLI asked for it. */
+export function replayEventEntry(
+  eventId: string,
+  result: { outcome: 'replayed'; from_status: string } | { outcome: 'still_invalid'; reason: string },
+): AuditEntry {
+  return {
+    action: 'replay_event',
+    target: eventId,
+    affected: result.outcome === 'replayed' ? 1 : 0,
+    detail:
+      result.outcome === 'replayed'
+        ? { outcome: 'replayed', from_status: result.from_status }
+        : { outcome: 'still_invalid', reason: result.reason },
+  };
+}
+
 /** Records an action; returns its id (an action that runs on records how it ended with finishAudit). */
-export async function recordAudit(
-  q: Queryable,
-  who: Identity,
-  entry: { action: AuditedAction; target?: string | null; affected?: number | null; detail?: Record<string, unknown> },
-): Promise<number> {
+export async function recordAudit(q: Queryable, who: Identity, entry: AuditEntry): Promise<number> {
   const res = await q.query<{ audit_id: number }>(
     `INSERT INTO console_audit (actor, role, via, action, target, affected, detail)
      VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb) RETURNING audit_id::int AS audit_id`,

@@ -1,51 +1,26 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../src/app/server.js';
-import { loadConfig } from '../../src/config/config.js';
-import { silentLogger } from '../../src/logging/logger.js';
 import { finishProbe, startProbe } from '../../src/probe/probe-queries.js';
 import { advanceCompleteness } from '../../src/reconciler/completeness-queries.js';
-import { openDefaultTestStore, type TestStore } from '../support/db.js';
-import { freePort } from '../support/process.js';
+import type { TestStore } from '../support/db.js';
 import { consoleClient } from './client.js';
+import { startConsoleServer, type ConsoleServer } from './server.js';
 import { parsePage } from './html.js';
 
 const VIEWER = 'viewer-token-0123456789abcdefghij';
 
 /** The overview shows each endpoint's completeness watermark and its last probe once there are any. */
 describe('the console overview: watermark and probe per endpoint', () => {
+  let served: ConsoleServer;
   let store: TestStore;
-  let server: RunningServer;
   let admin: string;
-  let dir: string;
 
   beforeAll(async () => {
-    store = await openDefaultTestStore();
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'postroom-console-'));
-    const tokensFile = path.join(dir, 'tokens');
-    fs.writeFileSync(tokensFile, `viewer:vera:${VIEWER}\n`);
-    const metricsPort = await freePort();
-    server = await startServer({
-      config: loadConfig({
-        NODE_ENV: 'test',
-        PORT: '0',
-        POSTROOM_WEBHOOK_SECRETS: 'whsec_console_test_0123456789abcdef',
-        POSTROOM_METRICS_PORT: String(metricsPort),
-        POSTROOM_CONSOLE_TOKENS_FILE: tokensFile,
-      }),
-      logger: silentLogger(),
-      db: store.db,
-      role: 'ingress',
-    });
-    admin = `http://127.0.0.1:${metricsPort}`;
+    served = await startConsoleServer(`viewer:vera:${VIEWER}\n`);
+    ({ store, admin } = served);
   });
 
   afterAll(async () => {
-    await server?.close();
-    await store?.cleanup();
-    fs.rmSync(dir, { recursive: true, force: true });
+    await served?.close();
   });
 
   const overviewTexts = async (): Promise<string> => {

@@ -1,44 +1,21 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../src/app/server.js';
-import { loadConfig } from '../../src/config/config.js';
 import { inboxRowFromEnvelope } from '../../src/inbox/envelope-row.js';
 import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
-import { silentLogger } from '../../src/logging/logger.js';
-import { openDefaultTestStore, type TestStore } from '../support/db.js';
-import { freePort } from '../support/process.js';
+import type { TestStore } from '../support/db.js';
 import { consoleClient } from './client.js';
+import { startConsoleServer, type ConsoleServer } from './server.js';
 
 const VIEWER = 'viewer-token-0123456789abcdefghij';
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 
 describe('the console event view and the trace an event was delivered in', () => {
+  let served: ConsoleServer;
   let store: TestStore;
-  let server: RunningServer;
   let admin: string;
-  let dir: string;
 
   beforeAll(async () => {
-    store = await openDefaultTestStore();
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'postroom-console-trace-'));
-    const tokensFile = path.join(dir, 'tokens');
-    fs.writeFileSync(tokensFile, `viewer:vera:${VIEWER}\n`);
-    const metricsPort = await freePort();
-    server = await startServer({
-      config: loadConfig({
-        NODE_ENV: 'test',
-        PORT: '0',
-        POSTROOM_WEBHOOK_SECRETS: 'whsec_console_trace_0123456789abcdef',
-        POSTROOM_METRICS_PORT: String(metricsPort),
-        POSTROOM_CONSOLE_TOKENS_FILE: tokensFile,
-      }),
-      logger: silentLogger(),
-      db: store.db,
-      role: 'ingress',
-    });
-    admin = `http://127.0.0.1:${metricsPort}`;
+    served = await startConsoleServer(`viewer:vera:${VIEWER}\n`);
+    ({ store, admin } = served);
     const row = (eventId: string) =>
       inboxRowFromEnvelope(
         {
@@ -53,9 +30,7 @@ describe('the console event view and the trace an event was delivered in', () =>
   });
 
   afterAll(async () => {
-    await server?.close();
-    await store?.cleanup();
-    fs.rmSync(dir, { recursive: true, force: true });
+    await served?.close();
   });
 
   it('shows the trace id of an event that has one, and no trace row for one that has none', async () => {

@@ -199,6 +199,14 @@ describe.runIf(pgUrl)('inbox and correspondence CLI (postgres)', () => {
     const many = await runCli(['inbox', 'replay', '--status', 'dead', '--type', 'wallet.debited', '--since', '1h', '--json'], env);
     expect(JSON.parse(many.stdout)).toMatchObject({ matched: 1, replayed: 1 });
     expect(await countByStatus(store.db)).toEqual({ received: 2 });
+    // The two replays (not the dry run, nor the refused one) are in the operators' audit, as the CLI's.
+    const audit = await store.db.query<{ action: string; via: string; target: string; affected: number }>(
+      `SELECT action, via, target, affected FROM console_audit ORDER BY audit_id`,
+    );
+    expect(audit.rows).toEqual([
+      { action: 'replay_event', via: 'cli', target: a.event_id, affected: 1 },
+      { action: 'replay_matching', via: 'cli', target: 'status dead, type wallet.debited, since 1h', affected: 1 },
+    ]);
 
     expect(await runCli(['inbox', 'replay'], env)).toMatchObject({
       code: 64,

@@ -8,6 +8,7 @@ import type { CliContext } from '../context.js';
 import { parseChoice, parseCount, parseDuration } from '../duration.js';
 import { createProgress, printJson, printTable } from '../output.js';
 import { inboxStats } from '../../inbox/admin-queries.js';
+import { replayEventEntry } from '../../console/audit-queries.js';
 import { recordCliAction } from '../audit.js';
 
 /** The `inbox` command group: what was accepted (list, show) and what to do about it (stats, replay, prune). */
@@ -183,15 +184,7 @@ A running worker picks replayed events up at once (postroom serve, or your own p
           }
           const { replayEvent } = await import('../../worker/replay.js');
           const result = await replayEvent(db, eventId);
-          await recordCliAction(ctx, {
-            action: 'replay_event',
-            target: eventId,
-            affected: result.outcome === 'replayed' ? 1 : 0,
-            detail:
-              result.outcome === 'replayed'
-                ? { outcome: 'replayed', from_status: result.from_status }
-                : { outcome: 'still_invalid', reason: result.reason },
-          });
+          await recordCliAction(ctx, replayEventEntry(eventId, result));
           if (opts.json) printJson(ctx.io, { event_id: eventId, ...result });
           else if (result.outcome === 'replayed')
             ctx.io.stdout.write(`replayed ${eventId} (was ${result.from_status}); follow it with: postroom inbox show ${eventId}\n`);
