@@ -167,7 +167,9 @@ export function createPgDb(options: PgDbOptions): Db {
       application_name: options.applicationName ?? 'postroom',
       // A startup parameter rather than a SET after connecting: no extra round trip, and
       // no window in which a fresh connection could resolve a name outside the schema.
-      options: `-c search_path=${searchPath(schema)}`,
+      // JIT off: postroom's statements are short, and a plan over a partitioned inbox is costed as if it read
+      // every day (run-time pruning reads one), which crossed jit_above_cost and spent seconds compiling.
+      options: `-c search_path=${searchPath(schema)} -c jit=off`,
       ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + CLIENT_GRACE_MS } : {}),
     });
   // An idle client dropped by the server emits here; without a listener the process would crash.

@@ -57,16 +57,21 @@ export async function storedProbeEvent(
   q: Queryable,
   p: { probeId: number; eventId: string | null },
 ): Promise<{ event_id: string; round_trip_ms: number } | undefined> {
+  // Both reads name the partitions that can hold the row, pruned at run time: by the ledger's instant for the
+  // id, or from the request's instant on. A probe polls until its event is stored, and a read of the id alone
+  // probes every day's index on each poll.
   const res = p.eventId
     ? await q.query<{ event_id: string; round_trip_ms: number }>(
         `SELECT i.event_id, (extract(epoch FROM i.received_at - r.requested_at) * 1000)::int AS round_trip_ms
-         FROM inbox i, probe_runs r WHERE i.event_id = $2 AND r.probe_id = $1`,
+         FROM inbox i, probe_runs r
+         WHERE i.event_id = $2 AND i.received_at = (SELECT l.received_at FROM inbox_ids l WHERE l.event_id = $2) AND r.probe_id = $1`,
         [p.probeId, p.eventId],
       )
     : await q.query<{ event_id: string; round_trip_ms: number }>(
         `SELECT i.event_id, (extract(epoch FROM i.received_at - r.requested_at) * 1000)::int AS round_trip_ms
          FROM probe_runs r JOIN inbox i ON i.type = '${TEST_EVENT_TYPE}' AND i.received_at >= r.requested_at
-         WHERE r.probe_id = $1 AND NOT EXISTS (SELECT 1 FROM probe_runs o WHERE o.event_id = i.event_id AND o.probe_id <> $1)
+         WHERE r.probe_id = $1 AND i.received_at >= (SELECT s.requested_at FROM probe_runs s WHERE s.probe_id = $1)
+           AND NOT EXISTS (SELECT 1 FROM probe_runs o WHERE o.event_id = i.event_id AND o.probe_id <> $1)
          ORDER BY i.received_at LIMIT 1`,
         [p.probeId],
       );

@@ -81,13 +81,21 @@ export async function upsertGaps(q: Queryable, gaps: readonly NewGap[]): Promise
   return res.rows.filter((r) => r.inserted).length;
 }
 
-/** Open gaps whose event has since reached the inbox (a redelivery, a replay): the event itself is there. */
+/**
+ * Open gaps whose event has since reached the inbox (a redelivery, a replay): the ledger holds its id, written in
+ * the transaction that stored the event. Joined through the ledger's hash index, not the inbox: the inbox's id
+ * indexes are per day, and a join on the id alone read every partition whole (1.4 s at 2M events, growing with
+ * the history). The source is read from the one partition the ledger's instant names, pruned at run time; it is
+ * null when retention has since dropped that day.
+ */
 export async function recoverGapsReceivedLater(q: Queryable, runId: number | null): Promise<number> {
   const res = await q.query(
     `UPDATE reconcile_gaps g SET status = 'recovered', resolved_at = now(), reason = 'the event itself reached the inbox after the gap was found',
-       evidence = jsonb_build_object('kind', 'event_received', 'event_id', g.event_id, 'source', i.source, 'received_at', i.received_at, 'run_id', $1::bigint)
-     FROM inbox i
-     WHERE g.status = 'open' AND i.event_id = g.event_id`,
+       evidence = jsonb_build_object('kind', 'event_received', 'event_id', g.event_id,
+         'source', (SELECT i.source FROM inbox i WHERE i.event_id = l.event_id AND i.received_at = l.received_at),
+         'received_at', l.received_at, 'run_id', $1::bigint)
+     FROM inbox_ids l
+     WHERE g.status = 'open' AND l.event_id = g.event_id`,
     [runId],
   );
   return res.rowCount;

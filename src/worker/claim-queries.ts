@@ -289,6 +289,9 @@ charged AS (
   FROM orphaned o CROSS JOIN LATERAL unnest(o.event_ids) AS x(event_id)
   WHERE i.event_id = x.event_id
     AND i.event_id = ANY(ARRAY(SELECT unnest(event_ids) FROM orphaned))
+    -- The batch's earliest receipt, from the ledger: Postgres skips, at the start of the run, every partition of
+    -- an earlier day, instead of probing each day's id index for every event (90 of them at the default retention).
+    AND i.received_at >= (SELECT min(l.received_at) FROM inbox_ids l WHERE l.event_id = ANY(ARRAY(SELECT unnest(event_ids) FROM orphaned)))
     AND i.status COLLATE "C" IN ('received', 'failed')
   RETURNING i.event_id, i.type, i.status
 )

@@ -102,3 +102,93 @@ export function recording(db: Db): { q: Queryable; sql: string[] } {
   } as Queryable;
   return { q, sql };
 }
+
+/** One statement a function sent, with its parameters (undefined for a plain `exec`: a setting, say). */
+export interface SentStatement {
+  sql: string;
+  params?: readonly unknown[];
+}
+
+class RolledBack extends Error {}
+
+/** Runs fn in a transaction that is always rolled back, and returns what it returned. */
+export async function rolledBack<T>(db: Db, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  let value: T | undefined;
+  await db
+    .transaction(async (tx) => {
+      value = await fn(tx);
+      throw new RolledBack();
+    })
+    .catch((err: unknown) => {
+      if (!(err instanceof RolledBack)) throw err;
+    });
+  return value as T;
+}
+
+/** A test's own statements, run unrecorded before the ones it inspects. */
+export type Setup = (tx: Queryable) => Promise<unknown>;
+
+/** Every statement fn sends after `setup`, run for real in a transaction that is then rolled back. */
+export async function sentBy(db: Db, fn: (q: Queryable) => Promise<unknown>, setup?: Setup): Promise<SentStatement[]> {
+  const log: SentStatement[] = [];
+  await rolledBack(db, async (tx) => {
+    await setup?.(tx);
+    await fn({
+      query: (sql, params) => {
+        log.push({ sql: sqlText(sql), params });
+        return tx.query(sql, params);
+      },
+      exec: (sql) => {
+        log.push({ sql });
+        return tx.exec(sql);
+      },
+    } as Queryable);
+  });
+  return log;
+}
+
+interface AnalyzedNode extends PlanNode {
+  'Actual Loops'?: number;
+  Plans?: AnalyzedNode[];
+}
+
+/**
+ * The partitions of `table` that the statements read when they run (EXPLAIN ANALYZE, in a transaction rolled
+ * back after `setup`), each with how it was read: a partition the planner kept but Postgres pruned at run
+ * time, or never reached, is not counted. The settings among the statements are replayed in order. A test's
+ * partitions are small enough to read whole, so sequential scans are off: the plan is a large store's.
+ */
+export async function partitionsRead(
+  db: Db,
+  statements: readonly SentStatement[],
+  setup?: Setup,
+  table = 'inbox',
+): Promise<Map<string, string[]>> {
+  return rolledBack(db, async (tx) => {
+    await setup?.(tx);
+    await tx.exec('SET LOCAL enable_seqscan = off');
+    const parts = await tx.query<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass($1)`,
+      [table],
+    );
+    const partitions = new Set(parts.rows.map((r) => r.name));
+    const read = new Map<string, string[]>();
+    const walk = (node: AnalyzedNode): void => {
+      const name = node['Relation Name'];
+      if (name !== undefined && partitions.has(name) && (node['Actual Loops'] ?? 0) > 0) {
+        read.set(name, [...(read.get(name) ?? []), node['Node Type']]);
+      }
+      for (const child of node.Plans ?? []) walk(child);
+    };
+    for (const s of statements) {
+      if (s.params === undefined) {
+        await tx.exec(s.sql);
+        continue;
+      }
+      const res = await tx.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${s.sql}`, s.params);
+      const raw = res.rows[0]!['QUERY PLAN'];
+      walk(((typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{ Plan: AnalyzedNode }>)[0]!.Plan);
+    }
+    return read;
+  });
+}
