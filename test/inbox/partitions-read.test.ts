@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/db/types.js';
 import { TEST_EVENT_TYPE } from '../../src/events/type-names.js';
+import { noteStillQuarantined, resetForReplay } from '../../src/inbox/admin-queries.js';
 import { storedProbeEvent } from '../../src/probe/probe-queries.js';
 import { recoverGapsReceivedLater, upsertGaps, type NewGap } from '../../src/reconciler/gap-queries.js';
 import { reapOrphanedAttempts } from '../../src/worker/claim-queries.js';
@@ -111,6 +112,23 @@ describe.each(await availableStoreKinds())('many-id statements read only the day
     const read = await partitionsRead(store.db, statements, abandoned);
     expect([...read.keys()]).toContain(partitionOf(3));
     for (const older of olderThan(3)) expect(read.has(older), older).toBe(false);
+  });
+
+  it('a replay by id reads the day of each event it puts back, and no other', async () => {
+    const ids = [idOf(4, 1), idOf(4, 2), idOf(6, 3)];
+    const statements = await sentBy(store.db, async (q) => {
+      expect(
+        (
+          await resetForReplay(
+            q,
+            ids.map((eventId) => ({ eventId, fromStatus: 'processed' as const })),
+          )
+        ).sort(),
+      ).toEqual([...ids].sort());
+      await noteStillQuarantined(q, idOf(4, 1), 'still no envelope');
+    });
+    const read = await partitionsRead(store.db, statements);
+    expect([...read.keys()].sort()).toEqual([partitionOf(4), partitionOf(6)].sort());
   });
 
   it("the probe's read of its stored event reads that event's day, whether the service named it or not", async () => {
