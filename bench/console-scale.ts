@@ -116,7 +116,8 @@ export async function benchConsoleScale(options: { rows?: number; repeats?: numb
   const rows = options.rows ?? 10_000_000;
   const repeats = options.repeats ?? 15;
   const database = await benchDatabase();
-  const db = createPgDb({ url: database.url, poolSize: 4, logger: silentLogger() });
+  // No statement timeout: the fill's closing VACUUM ANALYZE of ten million rows can take minutes on a slow disk.
+  const db = createPgDb({ url: database.url, poolSize: 4, logger: silentLogger(), statementTimeoutMs: 0 });
   const started = Date.now();
   try {
     await migrate(db);

@@ -134,6 +134,16 @@ async function measureRetentionDrop(db: Db, rows: number): Promise<Record<string
   };
 }
 
+/**
+ * The cluster's write-ahead log so far: bytes, and full-page images (a page's first change after a checkpoint
+ * logs the whole page). Cluster-wide, so the figure is ingest's only while nothing else writes; the bench runs
+ * alone.
+ */
+async function walSoFar(db: Db): Promise<{ bytes: number; fpi: number }> {
+  const res = await db.query<{ bytes: string; fpi: string }>('SELECT wal_bytes::bigint AS bytes, wal_fpi AS fpi FROM pg_stat_wal');
+  return { bytes: Number(res.rows[0]!.bytes), fpi: Number(res.rows[0]!.fpi) };
+}
+
 async function timeMs(fn: () => Promise<unknown>, n: number): Promise<number> {
   const xs: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -199,9 +209,13 @@ async function measureAt(db: Db, url: string, rows: number, seconds: number, san
     out['/metrics scrape ms'] = await timeMs(async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), 60);
     const reqs = writeRequests(seconds * 30_000, SECRET, 0);
     try {
+      const wal0 = await walSoFar(db);
       const w = await runWrk(`http://127.0.0.1:${port}/webhooks`, reqs.file, { connections: 64, seconds });
+      const wal1 = await walSoFar(db);
       out['ingest req/s'] = Math.round(w.requests / w.durationS);
       out['ingest p99 ms'] = w.p99Ms;
+      out['ingest WAL B/req'] = Math.round((wal1.bytes - wal0.bytes) / w.requests);
+      out['ingest full pages/req'] = Number(((wal1.fpi - wal0.fpi) / w.requests).toFixed(2));
     } finally {
       fs.rmSync(reqs.file, { force: true });
     }
@@ -311,7 +325,8 @@ export async function benchScale(
       perRound.push(
         Object.fromEntries(
           Object.keys(s)
-            .filter((k) => k !== 'inbox rows')
+            // Full pages per request explain the WAL ratio; at the small size they are near 0, so no ratio of their own.
+            .filter((k) => k !== 'inbox rows' && !k.includes('full pages'))
             // A cost at the large size over the small; for a rate, the small size's over the large.
             .map((k) => [k, k.includes('req/s') ? s[k]! / l[k]! : l[k]! / s[k]!]),
         ),
@@ -328,7 +343,7 @@ export async function benchScale(
     `\nScale: the same measurements on inboxes of ${small.toLocaleString('en-US')} and ${large.toLocaleString('en-US')} rows ` +
       `(the large one grown in ${Math.round(growSeconds)} s), alternating, ${rounds} rounds; each figure a median within its round`,
   );
-  table(rows, ['round', 'inbox rows', ...keys]);
+  table(rows, ['round', ...Object.keys(rows[0]!).filter((k) => k !== 'round')]);
   console.log(
     'cost at the large size / at the small size, each round, and the median (target ≤ 1.25; for ingest, small rate / large rate):',
   );
