@@ -128,21 +128,26 @@ export async function rolledBack<T>(db: Db, fn: (tx: Queryable) => Promise<T>): 
 /** A test's own statements, run unrecorded before the ones it inspects. */
 export type Setup = (tx: Queryable) => Promise<unknown>;
 
+/** `q`, with every statement sent through it, and its parameters, added to `log`. */
+export function recordingInto(q: Queryable, log: SentStatement[]): Queryable {
+  return {
+    query: (sql, params) => {
+      log.push({ sql: sqlText(sql), params });
+      return q.query(sql, params);
+    },
+    exec: (sql) => {
+      log.push({ sql });
+      return q.exec(sql);
+    },
+  } as Queryable;
+}
+
 /** Every statement fn sends after `setup`, run for real in a transaction that is then rolled back. */
 export async function sentBy(db: Db, fn: (q: Queryable) => Promise<unknown>, setup?: Setup): Promise<SentStatement[]> {
   const log: SentStatement[] = [];
   await rolledBack(db, async (tx) => {
     await setup?.(tx);
-    await fn({
-      query: (sql, params) => {
-        log.push({ sql: sqlText(sql), params });
-        return tx.query(sql, params);
-      },
-      exec: (sql) => {
-        log.push({ sql });
-        return tx.exec(sql);
-      },
-    } as Queryable);
+    await fn(recordingInto(tx, log));
   });
   return log;
 }

@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRequire } from 'node:module';
-import { sqlText } from '../../src/db/statement.js';
 import type { Db, Queryable } from '../../src/db/types.js';
 import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
 import type { NewInboxEvent } from '../../src/inbox/types.js';
 import { claimBatch, reapOrphanedAttempts } from '../../src/worker/claim-queries.js';
 import { completeEvents, takeBatch } from '../../src/worker/complete-queries.js';
 import { availableStoreKinds, disableInboxAutovacuum, openTestStore, type TestStore } from '../support/db.js';
-import { asOneTablePlan, explain, unkeyedInboxReads, type PlanNode } from '../support/plans.js';
+import { asOneTablePlan, explain, recordingInto, unkeyedInboxReads, type PlanNode, type SentStatement } from '../support/plans.js';
 
 /**
  * The worker's statements must keep their shape when the planner's statistics
@@ -47,26 +46,14 @@ function row(i: number): NewInboxEvent {
 }
 
 /** Runs fn on a connection that records every statement and its parameters, in one transaction. */
-async function recorded(db: Db, fn: (tx: Queryable) => Promise<unknown>): Promise<Array<{ sql: string; params?: readonly unknown[] }>> {
-  const log: Array<{ sql: string; params?: readonly unknown[] }> = [];
-  await db.transaction(async (tx) => {
-    const rec: Queryable = {
-      query: (sql, params) => {
-        log.push({ sql: sqlText(sql), params });
-        return tx.query(sql, params);
-      },
-      exec: (sql) => {
-        log.push({ sql });
-        return tx.exec(sql);
-      },
-    } as Queryable;
-    await fn(rec);
-  });
+async function recorded(db: Db, fn: (tx: Queryable) => Promise<unknown>): Promise<SentStatement[]> {
+  const log: SentStatement[] = [];
+  await db.transaction((tx) => fn(recordingInto(tx, log)));
   return log;
 }
 
 /** EXPLAINs every query of a recorded transaction, in order, after replaying its settings. */
-async function plansOf(db: Db, log: Array<{ sql: string; params?: readonly unknown[] }>): Promise<PlanNode[]> {
+async function plansOf(db: Db, log: SentStatement[]): Promise<PlanNode[]> {
   return db.transaction(async (tx) => {
     for (const s of log) if (s.params === undefined) await tx.exec(s.sql);
     // The test's inbox is small enough to read whole; ask for the plan of a large one.
@@ -78,11 +65,7 @@ async function plansOf(db: Db, log: Array<{ sql: string; params?: readonly unkno
 }
 
 /** Takes a claimed batch and completes the given events as processed, recorded as in recorded(). */
-async function recordedCompletion(
-  db: Db,
-  batchId: string,
-  ids: readonly string[],
-): Promise<Array<{ sql: string; params?: readonly unknown[] }>> {
+async function recordedCompletion(db: Db, batchId: string, ids: readonly string[]): Promise<SentStatement[]> {
   return recorded(db, async (tx) => {
     expect(await takeBatch(tx, batchId)).toBe(true);
     await completeEvents(
@@ -112,11 +95,7 @@ function literal(value: unknown): string {
  * prepared statements (named() statements on Postgres) may settle on after five
  * runs, and then use for every batch whatever its parameters.
  */
-async function genericPlansOf(
-  db: Db,
-  log: Array<{ sql: string; params?: readonly unknown[] }>,
-  options: { asIfLarge: boolean } = { asIfLarge: true },
-): Promise<PlanNode[]> {
+async function genericPlansOf(db: Db, log: SentStatement[], options: { asIfLarge: boolean } = { asIfLarge: true }): Promise<PlanNode[]> {
   return db.transaction(async (tx) => {
     for (const s of log) if (s.params === undefined) await tx.exec(s.sql);
     if (options.asIfLarge) await tx.exec('SET LOCAL enable_seqscan = off');
