@@ -13,6 +13,21 @@ function commands(cmd: Command): Command[] {
 }
 
 describe('CLI basics', () => {
+  it('refuses a bad flag before it opens the store, so the mistake is what it reports', async () => {
+    // A data folder that is a file: a command that opened the store before reading its flags would fail on that.
+    const env = { POSTROOM_DATA_DIR: new URL(import.meta.url).pathname };
+    const cases: Array<[string[], string]> = [
+      [['gaps', 'list', '--limit', 'x1'], '--limit'],
+      [['console', 'audit', '--limit', 'x1'], '--limit'],
+      [['inbox', 'replay', '--status', 'dead', '--since', 'x1'], '--since'],
+      [['inbox', 'list', '--limit', 'x1'], '--limit'],
+    ];
+    for (const [args, flag] of cases) {
+      const r = await runCli(args, env);
+      expect({ args, code: r.code, names: r.stderr.includes(flag) }, r.stderr).toEqual({ args, code: 64, names: true });
+    }
+  });
+
   it('teaches with --help at every level, with an example', async () => {
     const io = { stdout: new PassThrough(), stderr: new PassThrough(), interactive: false };
     const program = buildProgram(createCliContext({}, io));

@@ -86,12 +86,13 @@ Examples:
       `\nExamples:\n  $ postroom console audit --since 24h\n  $ postroom console audit --actor alice --json | jq '.[] | select(.action == "reveal")'`,
     )
     .action(async (opts: { since?: string; actor?: string; limit: string; json?: boolean }) => {
-      const { listAudit } = await import('../../console/index.js');
-      const rows = await listAudit(await ctx.db(), {
+      const filter = {
         since: opts.since === undefined ? undefined : new Date(Date.now() - parseDuration('--since', opts.since)),
         actor: opts.actor,
         limit: parseCount('--limit', opts.limit, { min: 1, max: 10_000 }),
-      });
+      };
+      const { listAudit } = await import('../../console/index.js');
+      const rows = await listAudit(await ctx.db(), filter);
       if (opts.json) {
         printJson(ctx.io, rows);
         return;

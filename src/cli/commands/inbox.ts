@@ -167,9 +167,8 @@ A running worker picks replayed events up at once (postroom serve, or your own p
         if (eventId === undefined && !opts.status) {
           throw new PostroomError('invalid_flag', 'Give an event id, or --status dead|quarantined to replay many (see --help).');
         }
-        const db = await ctx.db();
-
         if (eventId !== undefined) {
+          const db = await ctx.db();
           if (opts.dryRun) {
             const { previewReplay } = await import('../../worker/replay.js');
             const d = await previewReplay(db, eventId);
@@ -193,11 +192,13 @@ A running worker picks replayed events up at once (postroom serve, or your own p
           return;
         }
 
+        // The flags are read before the store is opened: a mistyped one fails at once, whatever the store.
         const filter = {
           status: parseChoice('--status', opts.status!, REPLAYABLE_STATUSES),
           type: opts.type,
           since: opts.since === undefined ? undefined : new Date(Date.now() - parseDuration('--since', opts.since)),
         };
+        const db = await ctx.db();
         const progress = createProgress(ctx.io, 'replay');
         const { replayMatching } = await import('../../worker/replay.js');
         const summary = await replayMatching(db, filter, {

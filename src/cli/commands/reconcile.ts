@@ -205,8 +205,9 @@ function registerGaps(program: Command, ctx: CliContext): void {
     .addHelpText('after', `\nExample:\n  $ postroom gaps list --status open --json`)
     .action(async (opts: { status?: string; limit: string; json?: boolean }) => {
       const status = opts.status === undefined ? undefined : parseChoice<GapStatus>('--status', opts.status, GAP_STATUSES);
+      const limit = parseCount('--limit', opts.limit, { min: 1, max: 10_000 });
       const db = await ctx.db();
-      const rows = await listGaps(db, { status, limit: parseCount('--limit', opts.limit, { min: 1, max: 10_000 }) });
+      const rows = await listGaps(db, { status, limit });
       if (opts.json) printJson(ctx.io, rows);
       else {
         ctx.io.stdout.write(completenessHeader(await listCompleteness(db, 50)));
