@@ -23,6 +23,8 @@ export interface LoopDeps<Api> {
   pacing: LoopPacing;
   wakeups: Wakeups;
   reaper: Reaper;
+  /** Times the batch's events (CreateWorkerOptions.stopwatch). */
+  stopwatch(): number;
   isStopping(): boolean;
 }
 
@@ -40,9 +42,9 @@ export async function runOnce<Api>(
   const limit = sizer.limit;
   const claimStarted = performance.now();
   const claimed = await claimBatch(deps.db, { workerId: deps.workerId, limit, orderingHoldSeconds: deps.options.orderingHoldSeconds });
-  const batchStarted = performance.now();
-  metrics?.workerClaimDuration.observe((batchStarted - claimStarted) / 1000);
+  metrics?.workerClaimDuration.observe((performance.now() - claimStarted) / 1000);
   if (!claimed) return undefined;
+  const batchStarted = deps.stopwatch();
   const batch = { startedAt: batchStarted, size: claimed.events.length };
   pacing.running.add(batch);
   let outcomes: EventOutcome[];
@@ -51,7 +53,7 @@ export async function runOnce<Api>(
   } finally {
     pacing.running.delete(batch);
   }
-  const elapsedMs = performance.now() - batchStarted;
+  const elapsedMs = deps.stopwatch() - batchStarted;
   metrics?.workerBatchDuration.observe(elapsedMs / 1000);
   const ran = outcomes.filter((o) => o.completion.attemptsDelta === 0).length;
   sizer.after({ claimed: claimed.events.length, ran, limit, elapsedMs });

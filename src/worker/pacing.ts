@@ -11,7 +11,7 @@ export const WAKE_COALESCE_MS = 50;
  */
 export const QUICK_LOOPS = 2;
 
-/** A batch being run (after its claim): when it started and how many events it holds. */
+/** A batch being run (after its claim): when it started (on the worker's stopwatch) and how many events it holds. */
 interface RunningBatch {
   startedAt: number;
   size: number;
@@ -43,7 +43,7 @@ export interface LoopPacing {
   awaitClaimSpacing(isStopping: () => boolean, pause: (ms: number) => Promise<void>): Promise<void>;
 }
 
-export function createLoopPacing(pollIntervalMs: number): LoopPacing {
+export function createLoopPacing(pollIntervalMs: number, stopwatch: () => number = () => performance.now()): LoopPacing {
   const claimSpacingMs = Math.min(WAKE_COALESCE_MS, pollIntervalMs);
   const pacing: LoopPacing = {
     loopRuns: new Set(),
@@ -52,7 +52,7 @@ export function createLoopPacing(pollIntervalMs: number): LoopPacing {
     lastClaimAt: Number.NEGATIVE_INFINITY,
     moreLoopsWanted() {
       if (pacing.loopRuns.size < QUICK_LOOPS || !pacing.lastBatchQuick) return true;
-      const now = performance.now();
+      const now = stopwatch();
       for (const r of pacing.running) if (now - r.startedAt > Math.max(r.size, 1) * QUICK_EVENT_MS) return true;
       return false;
     },

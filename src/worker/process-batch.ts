@@ -24,6 +24,8 @@ export interface BatchContext<Api> {
   workerId: string;
   options: WorkerOptions;
   random: () => number;
+  /** Times the batch's events (CreateWorkerOptions.stopwatch). */
+  stopwatch(): number;
   /** True once the worker is stopping: events not yet started are released. */
   stopping(): boolean;
   /** Aborted at the stop deadline: a handler still running is interrupted. */
@@ -108,10 +110,10 @@ async function runBatch<Api>(bc: BatchContext<Api>, tx: Queryable, entries: read
   // A claim grows past BASE_CLAIM_SIZE only after quick batches (claim-size.ts). If this one's events turn out
   // slow, the part past that size is given back rather than run one after another here: it goes back to the
   // queue, its attempts uncounted, for claims of the base size that the other loops run side by side.
-  const started = performance.now();
+  const started = bc.stopwatch();
   const outcomes: EventOutcome[] = [];
   for (const [i, entry] of entries.entries()) {
-    const giveBack = i >= BASE_CLAIM_SIZE && performance.now() - started > i * QUICK_EVENT_MS;
+    const giveBack = i >= BASE_CLAIM_SIZE && bc.stopwatch() - started > i * QUICK_EVENT_MS;
     outcomes.push(await runTraced(bc, tx, entry, held, giveBack));
   }
 

@@ -26,6 +26,11 @@ export interface CreateWorkerOptions<Api = unknown> {
   workerId?: string;
   /** For jitter; injected by tests. */
   random?: () => number;
+  /**
+   * Milliseconds on a monotonic clock, read to time a batch's events: what sizes the next claim and gives back
+   * the rest of a grown batch whose events turn slow (claim-size.ts). performance.now() unless a test injects one.
+   */
+  stopwatch?: () => number;
   /** Told of every handler failure, dead event and quarantined event, once its outcome is committed. */
   onError?: OnErrorHook | undefined;
 }
@@ -66,7 +71,8 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
   let stopController = new AbortController();
   let loops: Promise<void>[] = [];
   let unlisten: (() => Promise<void>) | undefined;
-  const pacing = createLoopPacing(options.pollIntervalMs);
+  const stopwatch = input.stopwatch ?? (() => performance.now());
+  const pacing = createLoopPacing(options.pollIntervalMs, stopwatch);
   const wakeups = createWakeups(pacing.moreLoopsWanted);
   const batchContext: BatchContext<Api> = {
     db,
@@ -76,6 +82,7 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     workerId: id,
     options,
     random: input.random ?? Math.random,
+    stopwatch,
     stopping: () => stopping,
     get stopSignal() {
       return stopController.signal;
@@ -92,6 +99,7 @@ export function createWorker<Api = unknown>(input: CreateWorkerOptions<Api>): Wo
     pacing,
     wakeups,
     reaper: createReaper({ db, logger, metrics, onError: input.onError, options }),
+    stopwatch,
     isStopping: () => stopping,
   };
 
