@@ -1,10 +1,9 @@
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { applyHeapGrowth } from '../../src/app/heap-growth.js';
 import { loadConfig } from '../../src/config/config.js';
-import { ROOT } from '../support/process.js';
+import { nodeScript, ROOT } from '../support/process.js';
 
 const run = promisify(execFile);
 
@@ -13,11 +12,10 @@ async function majors(
   percent: string,
   nodeArgs: string[] = [],
 ): Promise<{ majors: number; applied?: { source: string; percent?: number } }> {
-  const { stdout } = await run(
-    process.execPath,
-    [...nodeArgs, '--import', 'tsx', path.join(ROOT, 'test/support/heap-growth-child.ts'), percent],
-    { cwd: ROOT, timeout: 60_000 },
-  );
+  const { stdout } = await run(process.execPath, nodeScript('test/support/heap-growth-child.ts', [percent], nodeArgs), {
+    cwd: ROOT,
+    timeout: 60_000,
+  });
   return JSON.parse(stdout.trim()) as { majors: number; applied?: { source: string; percent?: number } };
 }
 

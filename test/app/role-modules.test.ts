@@ -28,12 +28,12 @@ const NOT_FOR_INGRESS = [
   /\/node_modules\/undici\//,
   /\/node_modules\/node-cron\//,
   /\/node_modules\/zod\//,
-  /\/src\/sandbox\/(sandbox|dispatcher|app|traffic)\.ts$/,
-  /\/src\/client\/client\.ts$/,
+  /\/src\/sandbox\/(sandbox|dispatcher|app|traffic)\.[jt]s$/,
+  /\/src\/client\/client\.[jt]s$/,
   /\/src\/worker\//,
-  /\/src\/projection\/apply\.ts$/,
-  /\/src\/reconciler\/reconcile\.ts$/,
-  /\/src\/app\/(worker|reconciler)-component\.ts$/,
+  /\/src\/projection\/apply\.[jt]s$/,
+  /\/src\/reconciler\/reconcile\.[jt]s$/,
+  /\/src\/app\/(worker|reconciler)-component\.[jt]s$/,
 ];
 
 describe.skipIf(!pg)('modules a role loads', () => {
@@ -78,15 +78,15 @@ describe.skipIf(!pg)('modules a role loads', () => {
 
   it('serve --role ingress loads neither the worker, the reconciler, the API client, the sandbox nor zod', async () => {
     const loaded = await modulesOf('ingress');
-    expect(loaded.some((u) => u.endsWith('/src/ingress/http-handler.ts'))).toBe(true);
+    expect(loaded.some((u) => /\/src\/ingress\/http-handler\.[jt]s$/.test(u))).toBe(true);
     expect(loaded.filter((u) => NOT_FOR_INGRESS.some((re) => re.test(u)))).toEqual([]);
   });
 
   it('serve --role worker loads the worker (the recorder sees what a role needs)', async () => {
     const loaded = await modulesOf('worker');
     expect(loaded.some((u) => /\/src\/worker\//.test(u))).toBe(true);
-    expect(loaded.some((u) => u.endsWith('/src/app/worker-component.ts'))).toBe(true);
-    expect(loaded.some((u) => u.endsWith('/src/app/reconciler-component.ts'))).toBe(false);
+    expect(loaded.some((u) => /\/src\/app\/worker-component\.[jt]s$/.test(u))).toBe(true);
+    expect(loaded.some((u) => /\/src\/app\/reconciler-component\.[jt]s$/.test(u))).toBe(false);
   });
 
   // The SDK only when OTEL_* asks for traces; the API (whose spans are no-ops without it) always.

@@ -14,7 +14,7 @@ import { recordSentCorrespondence } from '../../src/reconciler/state-queries.js'
 import { startSandbox, startTraffic, type DeliveryRecord, type Sandbox, type TrafficCounters } from '../../src/sandbox/index.js';
 import { adminUrl, createPostgresDatabase, type TestDatabase } from '../support/db.js';
 import { misattribution, type RereadEvidence } from '../support/gap-evidence.js';
-import { freePort, ROOT, spawnCli, waitForHttp, type CliProcess } from '../support/process.js';
+import { cliCommand, freePort, ROOT, spawnCli, waitForHttp, type CliProcess } from '../support/process.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { ensureFaketime, faketimeEnv, type FaketimeSetup } from './faketime.js';
 import { startRoundRobinProxy, type RoundRobinProxy } from './rr-proxy.js';
@@ -66,7 +66,7 @@ interface CliRun {
 /** `postroom <args>` as a real process with stdout apart (for --json), bounded in time. */
 function runCliProcess(args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/support/cli-entry.ts'), ...args], {
+    const child = spawn(process.execPath, cliCommand(args), {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', LOG_LEVEL: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

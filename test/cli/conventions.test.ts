@@ -1,17 +1,15 @@
 import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { VERSION } from '../../src/version.js';
 import { runCli } from '../support/cli.js';
+import { cliCommand, ROOT } from '../support/process.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const STACK = /\n\s+at /;
 
 /** The CLI from source as a real process whose stdout reader has gone away (`postroom … | head -1` after the first line). */
 function runIntoClosedPipe(args: string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/support/cli-entry.ts'), ...args], {
+    const child = spawn(process.execPath, cliCommand(args), {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test' },
       stdio: ['ignore', 'pipe', 'pipe'],

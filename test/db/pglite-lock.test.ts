@@ -2,11 +2,10 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPgliteDb } from '../../src/db/pglite.js';
+import { cliCommand, ROOT } from '../support/process.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
@@ -14,7 +13,7 @@ afterAll(() => {
 
 function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/support/cli-entry.ts'), ...args], {
+    const child = spawn(process.execPath, cliCommand(args), {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', ...env },
     });

@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
+import { COMPILED_SCRIPTS } from './cli-build.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -43,9 +45,30 @@ export interface CliProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts the CLI from source as a real process (tsx), with only the given environment; `nodeArgs` go to Node before the entry. */
+/**
+ * Node's arguments that run `script` (a path from the repository's root) with `args`: its compiled copy
+ * (cli-build.ts) in a vitest run, else the source through tsx. `nodeArgs` go to Node before the script.
+ */
+export function nodeScript(script: string, args: readonly string[] = [], nodeArgs: readonly string[] = []): string[] {
+  let dir: string | undefined;
+  try {
+    dir = inject('compiledDir') || undefined;
+  } catch {
+    dir = undefined;
+  }
+  return dir && COMPILED_SCRIPTS.includes(script)
+    ? [...nodeArgs, path.join(dir, script.replace(/\.ts$/, '.js')), ...args]
+    : ['--import', 'tsx', ...nodeArgs, path.join(ROOT, script), ...args];
+}
+
+/** Node's arguments that start the CLI with `args`. */
+export function cliCommand(args: readonly string[], nodeArgs: readonly string[] = []): string[] {
+  return nodeScript('test/support/cli-entry.ts', args, nodeArgs);
+}
+
+/** Starts the CLI as a real process, with only the given environment; `nodeArgs` go to Node before the entry. */
 export function spawnCli(args: string[], env: Record<string, string>, nodeArgs: readonly string[] = []): CliProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...nodeArgs, path.join(ROOT, 'test/support/cli-entry.ts'), ...args], {
+  const child = spawn(process.execPath, cliCommand(args, nodeArgs), {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

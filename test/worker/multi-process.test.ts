@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createPgDb } from '../../src/db/pg.js';
@@ -7,10 +6,10 @@ import { migrate } from '../../src/db/migrate.js';
 import type { Db } from '../../src/db/types.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { adminUrl, createPostgresDatabase, type TestDatabase } from '../support/db.js';
-import { ROOT } from '../support/process.js';
+import { nodeScript, ROOT } from '../support/process.js';
 import { countByStatus, createEffectsTable, envelope, insertEnvelopes, waitFor, type Envelope } from './support.js';
 
-const FIXTURE = path.join(ROOT, 'test/worker/fixtures/worker-process.ts');
+const FIXTURE = 'test/worker/fixtures/worker-process.ts';
 const pg = await adminUrl();
 
 interface WorkerProcess {
@@ -51,7 +50,7 @@ describe.runIf(pg)('several worker processes on one Postgres', () => {
   }
 
   function startWorker(id: string, env: Record<string, string> = {}): WorkerProcess {
-    const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
+    const child = spawn(process.execPath, nodeScript(FIXTURE), {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', DATABASE_URL: database!.url, WORKER_ID: id, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
