@@ -5,7 +5,9 @@ import { insertInboxBatch } from '../../src/inbox/insert-queries.js';
 import { inboxStatusCounts } from '../../src/inbox/read-queries.js';
 import { INBOX_STATUSES, type NewInboxEvent } from '../../src/inbox/types.js';
 import { inboxStats } from '../../src/inbox/admin-queries.js';
-import { adminUrl, availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
+import { createPgDb } from '../../src/db/pg.js';
+import { silentLogger } from '../../src/logging/logger.js';
+import { adminUrl, availableStoreKinds, openBackendLike, openTestStore, type TestStore } from '../support/db.js';
 import { explain, recording, unkeyedInboxReads } from '../support/plans.js';
 
 const TYPES = ['participant.acted', 'wallet.debited', 'correspondence.sealed'];
@@ -84,6 +86,87 @@ describe.runIf((await adminUrl()) !== undefined)('counting the inbox on Postgres
         problems.push(`${p}: ${sql.replace(/\s+/g, ' ').trim().slice(0, 120)}`);
     }
     expect(problems).toEqual([]);
+  });
+});
+
+/*
+ * The tally and the per-minute counts are kept by triggers in the writer's transaction, in rows sharded so that
+ * writers do not queue on one. A transaction left open after counting (a worker's connection hung before its
+ * commit) must hold up no other transaction's counting: each takes a shard no other open transaction holds.
+ */
+describe.runIf((await adminUrl()) !== undefined)('counting beside a counting transaction left open', () => {
+  let store: TestStore;
+  let next = 0;
+  beforeAll(async () => {
+    store = await openTestStore('postgres');
+  });
+  afterAll(async () => store?.cleanup());
+
+  async function received(n: number): Promise<string[]> {
+    const ids = Array.from({ length: n }, () => `evt_open_${next++}`);
+    await insertInboxBatch(
+      store.db,
+      ids.map((id) => row(id, 'participant.acted')),
+    );
+    return ids;
+  }
+  const finish = (q: Queryable, id: string) =>
+    q.query(`UPDATE inbox SET status = 'processed', processed_at = now() WHERE event_id = $1`, [id]);
+  const processedCount = async (): Promise<number> => (await inboxStats(store.db)).by_type['participant.acted']?.processed ?? 0;
+
+  it('a transaction left open after finishing an event holds up no other finishing of the same type', async () => {
+    const [held, other] = await received(2);
+    const before = await processedCount();
+    await store.db.transaction(async (tx) => {
+      await finish(tx, held!);
+      const pid = (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const backend = await openBackendLike(store.url!, pid);
+      try {
+        await finish(backend, other!);
+      } finally {
+        await backend.close();
+      }
+    });
+    expect(await processedCount()).toBe(before + 2);
+  });
+
+  it('more transactions counting at once than there are shards: each takes a shard of its own, and the counts add up', async () => {
+    const WRITERS = 20;
+    const ids = await received(WRITERS);
+    const before = await processedCount();
+    const dbs = ids.map(() =>
+      createPgDb({ url: store.url!, poolSize: 1, logger: silentLogger(), connectTimeoutMs: 2000, statementTimeoutMs: 3000 }),
+    );
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let counted = 0;
+    let writers: Array<Promise<void>> = [];
+    try {
+      writers = ids.map((id, i) =>
+        dbs[i]!.transaction(async (tx) => {
+          await finish(tx, id);
+          counted++;
+          await gate;
+        }),
+      );
+      const until = Date.now() + 10_000;
+      while (counted < WRITERS && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      expect(counted).toBe(WRITERS);
+      const shards = await store.db.query<{ n: number; top: number }>(
+        `SELECT count(DISTINCT objid)::int AS n, max(objid::int8)::int AS top FROM pg_locks
+         WHERE locktype = 'advisory' AND objsubid = 2 AND granted
+           AND classid::int8 = (hashtext($1 || '.inbox_counts')::int8 & 4294967295)`,
+        [store.db.schema],
+      );
+      expect(shards.rows[0]).toEqual({ n: WRITERS, top: WRITERS - 1 });
+      open();
+      await Promise.all(writers);
+    } finally {
+      open();
+      await Promise.allSettled(writers);
+      await Promise.all(dbs.map((db) => db.close()));
+    }
+    expect(await processedCount()).toBe(before + WRITERS);
   });
 });
 

@@ -5,7 +5,7 @@ import { createInboxWriter } from '../../src/inbox/group-commit.js';
 import { insertFlush } from '../../src/inbox/insert-queries.js';
 import type { NewInboxEvent } from '../../src/inbox/types.js';
 import { silentLogger } from '../../src/logging/logger.js';
-import { availableStoreKinds, openTestStore, type TestStore } from '../support/db.js';
+import { availableStoreKinds, openBackendLike, openTestStore, type TestStore } from '../support/db.js';
 import { envelope, toRow } from '../worker/support.js';
 
 /*
@@ -70,6 +70,62 @@ describe.runIf(onPostgres)('flush locks: an id another flush holds is skipped, n
       });
     }
   }
+
+  /** Holds a flush of one new id open (as a backend stopped after its statement would), runs `during`, rolls back. */
+  async function whileFlushOpen(during: (holderPid: number) => Promise<void>): Promise<void> {
+    const ROLLBACK = new Error('rollback');
+    await store.db
+      .transaction(async (tx) => {
+        await insertFlush(tx, [event(newId())], flushLockSeed(store.db.schema));
+        const pid = (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+        await during(pid);
+        throw ROLLBACK;
+      })
+      .catch((err: unknown) => {
+        if (err !== ROLLBACK) throw err;
+      });
+  }
+
+  it('a flush held open after its statement holds up no flush of other ids, whatever backend runs it', async () => {
+    await whileFlushOpen(async (holderPid) => {
+      const other = await openBackendLike(store.url!, holderPid);
+      try {
+        const id = newId();
+        const { inserted } = await insertFlush(other, [event(id)], flushLockSeed(store.db.schema));
+        expect([...inserted]).toEqual([id]);
+      } finally {
+        await other.close();
+      }
+    });
+  });
+
+  it("a flush held open while it prunes old per-minute counts holds up no other flush's pruning", async () => {
+    // Counts older than three days: the first flush of a new minute on a backend prunes them.
+    // No counts of this hour yet: the held flush is the first of its minute and prunes, as is the other one.
+    await store.db.query(`DELETE FROM inbox_minutes WHERE minute >= now() - interval '1 hour'`);
+    await store.db.query(
+      `INSERT INTO inbox_minutes (minute, kind, shard, n)
+       SELECT date_trunc('minute', now() - interval '4 days') - make_interval(mins => s), 'received', 0, 1
+       FROM generate_series(0, 9) AS s`,
+    );
+    await whileFlushOpen(async () => {
+      const other = await openBackendLike(store.url!, undefined);
+      try {
+        const id = newId();
+        const { inserted } = await insertFlush(other, [event(id)], flushLockSeed(store.db.schema));
+        expect([...inserted]).toEqual([id]);
+      } finally {
+        await other.close();
+      }
+    });
+    // The held flush rolled back its pruning, and the other skipped the rows it held: the next first flush of a
+    // minute prunes them.
+    const old = `SELECT count(*)::int AS n FROM inbox_minutes WHERE minute < now() - interval '3 days'`;
+    expect((await store.db.query<{ n: number }>(old)).rows[0]!.n).toBe(10);
+    await store.db.query(`DELETE FROM inbox_minutes WHERE minute >= now() - interval '1 hour'`);
+    await insertFlush(store.db, [event(newId())], flushLockSeed(store.db.schema));
+    expect((await store.db.query<{ n: number }>(old)).rows[0]!.n).toBe(0);
+  });
 
   it('keys ids by schema: two installations in one database do not hold each other', () => {
     const a = flushLockSeed('postroom');

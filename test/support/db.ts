@@ -221,3 +221,18 @@ export async function disableInboxAutovacuum(q: Queryable): Promise<void> {
   );
   for (const p of parts.rows) await q.exec(`ALTER TABLE "${p.name}" SET (autovacuum_enabled = false)`);
 }
+
+/**
+ * A pool of one new connection to `url` whose backend pid is congruent to `pid` modulo 16 (any backend when `pid`
+ * is undefined), with a 3 s statement timeout so that a statement left waiting fails the test rather than hangs it.
+ * The counters kept by triggers were once sharded by pid % 16: two such backends shared a counter row.
+ */
+export async function openBackendLike(url: string, pid: number | undefined): Promise<Db> {
+  for (let tries = 0; tries < 400; tries++) {
+    const db = createPgDb({ url, poolSize: 1, logger: silentLogger(), connectTimeoutMs: 2000, statementTimeoutMs: 3000 });
+    const own = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    if (pid === undefined || own % 16 === pid % 16) return db;
+    await db.close();
+  }
+  throw new Error(`no backend with a pid congruent to ${pid} modulo 16 in 400 connections`);
+}
