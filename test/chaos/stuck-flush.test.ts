@@ -20,6 +20,8 @@ const ACK_BUDGET_MS = 1000;
  */
 const SILENT_ACK_BUDGET_MS = 8000;
 const HANG_MS = 10_000;
+/** Stops tried, each resumed once it froze other backends, before the test gives up. */
+const MAX_STOPS = 4;
 /** Deliveries started per second, and at most this many awaiting their answer: a bounded load, below what the receiver takes. */
 const RATE = 300;
 const MAX_OUTSTANDING = 64;
@@ -177,20 +179,32 @@ describe('a flush whose connection hangs costs only its own events', () => {
     let stopped: number | undefined;
     try {
       await sleep(1000);
-      const beforeFrom = performance.now();
-      await sleep(3000);
-      const beforeTo = performance.now();
-      stopped = await stopBackendMidFlush(admin, app);
-      const stoppedAt = performance.now();
-      // The ids the stopped flush holds: its advisory locks, matched against every id sent so far.
-      const held = await heldIds(admin, stopped, [...service.events.keys()]);
-      await sleep(HANG_MS);
-      process.kill(stopped, 'SIGCONT');
-      stopped = undefined;
-      const resumedAt = performance.now();
+      // A stop that freezes other backends at any time while it lasts is a frozen store (stopBackendMidFlush):
+      // it is resumed, and the measurement starts again with a new stop.
+      let hang: { beforeFrom: number; beforeTo: number; stoppedAt: number; resumedAt: number; held: Set<string> } | undefined;
+      for (let attempt = 1; !hang; attempt++) {
+        const beforeFrom = performance.now();
+        await sleep(3000);
+        const beforeTo = performance.now();
+        stopped = await stopBackendMidFlush(admin, app);
+        const stoppedAt = performance.now();
+        // The ids the stopped flush holds: its advisory locks, matched against every id sent so far.
+        const held = await heldIds(admin, stopped, [...service.events.keys()]);
+        const frozen = await frozenWithin(admin, stopped, HANG_MS);
+        process.kill(stopped, 'SIGCONT');
+        stopped = undefined;
+        const resumedAt = performance.now();
+        if (frozen === undefined) hang = { beforeFrom, beforeTo, stoppedAt, resumedAt, held };
+        else {
+          console.log(`stuck-flush: ${Math.round(resumedAt - stoppedAt)} ms into the stop, ${frozen}; resumed, stopping again`);
+          if (attempt === MAX_STOPS) throw new Error(`each of ${MAX_STOPS} stops froze other backends`);
+          await sleep(2000);
+        }
+      }
       await sleep(1000);
       await service.stop();
 
+      const { beforeFrom, beforeTo, stoppedAt, resumedAt, held } = hang;
       const before = storedRate(service.answers, beforeFrom, beforeTo, held);
       const during = storedRate(service.answers, stoppedAt, resumedAt, held);
       const heldAnswers = service.answers.filter((a) => held.has(a.id) && a.sentAt >= stoppedAt && a.sentAt < resumedAt);
@@ -219,7 +233,7 @@ describe('a flush whose connection hangs costs only its own events', () => {
       await server.close();
       await db.close();
     }
-  }, 120_000);
+  }, 180_000);
 
   it('a TCP path that goes silent mid-flush: the rest keep flowing, its events get 503, all stored once after', async () => {
     const proxy = await startSilencingProxy(cluster.port);
@@ -314,14 +328,8 @@ describe('a flush whose connection hangs costs only its own events', () => {
 });
 
 /**
- * Stops (SIGSTOP) a backend of `app` in the middle of a flush: one with a write transaction open. A stop that
- * lands while it holds a lock every other backend needs (a buffer or WAL lock, the relation's extension lock)
- * freezes the whole cluster, which is a frozen store and not this test's subject: it is resumed and tried again.
- * Some of those locks only a few flushes need, such as the page of one bucket of the ledger's hash index: only
- * the new ids that hash to it wait, a backend waiting for a page cannot be cancelled, and the flushes that reach
- * it hang one by one until the pool is spent. Such a stop shows only once one of those ids arrives, so the other
- * backends are watched for a second, not 300 ms (CI once saw events outside the stopped flush stored at 0.08 times
- * the rate before, with a stop watched for 300 ms).
+ * Stops (SIGSTOP) a backend of `app` in the middle of a flush: one with a write transaction open, and whose stop
+ * froze no other backend in its first second (frozenWithin).
  */
 async function stopBackendMidFlush(admin: pg.Client, app: string): Promise<number> {
   const until = performance.now() + 60_000;
@@ -337,22 +345,48 @@ async function stopBackendMidFlush(admin: pg.Client, app: string): Promise<numbe
     }
     process.kill(pid, 'SIGSTOP');
     const open = await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND backend_xid IS NOT NULL', [pid]);
-    let frozen = false;
-    for (let i = 0; i < 10 && open.rowCount && !frozen; i++) {
-      await sleep(100);
-      const waits = await admin.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-         WHERE pid <> $1 AND pid <> pg_backend_pid() AND
-               (wait_event_type = 'LWLock' OR (wait_event_type = 'Lock' AND wait_event NOT IN ('transactionid', 'advisory')))`,
-        [pid],
-      );
-      frozen = waits.rows[0]!.n > 0;
-    }
-    if (open.rowCount && !frozen) return pid;
+    if (open.rowCount && (await frozenWithin(admin, pid, 1000)) === undefined) return pid;
     process.kill(pid, 'SIGCONT');
     await sleep(300);
   }
   throw new Error('could not stop a backend mid-flush without freezing the cluster in 60 s');
+}
+
+/**
+ * Watches the other backends for `ms` while `pid` is stopped, every 100 ms; returns what they wait on as soon as
+ * they wait on something no network hang can hold in two samples running, else undefined.
+ *
+ * A stop that lands while the backend holds such a thing (a buffer's content lock or its I/O in progress, a
+ * buffer-mapping partition, a spinlock, the relation's extension lock, the notification queue's lock in its
+ * commit) freezes every backend that needs it: a frozen store, not this test's subject. Some of those only a few
+ * flushes need, such as the page of one bucket of the ledger's hash index, or the pages of one of the 128 buffer
+ * mapping partitions: such a stop may show seconds later, when one of those pages is next wanted, and then the
+ * flushes that reach it hang one by one until the pool is spent. So the whole stop is watched, not its start.
+ * Waits on rows (the stopped transaction's, or a row another waiter waits on) or on ids' advisory locks are not
+ * excused: they are what postroom must not do. Under this test's load, 3 of 55 stops that froze nothing in their first second froze the others
+ * later (8 backends on a buffer's content lock; a buffer-mapping partition and then the extension lock behind
+ * it), storing 0.03-0.47 times the rate before; and of 105 stops watched for their first second, 84 left the
+ * others waiting on nothing, 9 on the notification queue's lock, 7 on a buffer's content lock, 3 on a buffer's
+ * I/O, 1 on the extension lock and 1 on the lock manager.
+ */
+async function frozenWithin(admin: pg.Client, pid: number, ms: number): Promise<string | undefined> {
+  const until = performance.now() + ms;
+  let last: string | undefined;
+  while (performance.now() < until) {
+    await sleep(Math.min(100, Math.max(0, until - performance.now())));
+    const waits = await admin.query<{ waits: string | null }>(
+      `SELECT string_agg(DISTINCT wait_event_type || ':' || wait_event, ', ') AS waits FROM pg_stat_activity
+       WHERE pid <> $1 AND pid <> pg_backend_pid() AND
+             (wait_event_type = 'LWLock' OR wait_event IN ('BufferIO', 'SpinDelay') OR
+              (wait_event_type = 'Lock' AND wait_event NOT IN ('transactionid', 'tuple', 'advisory')))`,
+      [pid],
+    );
+    // Seen twice in a row, 100 ms apart: a wait that lasts, not one of the moments live backends queue for a page.
+    const frozen = waits.rows[0]?.waits ?? undefined;
+    if (frozen && last) return `others wait on ${frozen}`;
+    last = frozen;
+  }
+  return undefined;
 }
 
 /** The event ids among `ids` whose flush lock the backend holds (flush-locks.ts keys them in the `postgres` schema). */
@@ -371,10 +405,13 @@ async function heldIds(admin: pg.Client, pid: number, ids: string[]): Promise<Se
 
 /**
  * A TCP proxy to Postgres whose path can go silent in the middle of a flush: `silenceNextFlush()` forwards the
- * first half of the next large message a client sends (a flush's statement or COPY), then nothing more on that
- * connection in either direction, and keeps its server side open (as a broken network looks to the server)
- * until `heal()` closes it.
+ * first half of the next flush a client sends (the bytes that name the prepared insert_batch statement, whatever
+ * the batch's size), then nothing more on that connection in either direction, and keeps its server side open
+ * (as a broken network looks to the server) until `heal()` closes it. A flush is known by its statement's name,
+ * not by its size: on a fast machine flushes carry an event or two and can all stay small.
  */
+const FLUSH_STATEMENT = Buffer.from('postroom_insert_batch');
+
 async function startSilencingProxy(targetPort: number) {
   const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
   let armed: ((at: number) => void) | undefined;
@@ -394,7 +431,7 @@ async function startSilencingProxy(targetPort: number) {
     upstream.on('error', drop).on('close', drop);
     client.on('data', (chunk: Buffer) => {
       if (quiet) return;
-      if (armed && chunk.length >= 2048) {
+      if (armed && chunk.includes(FLUSH_STATEMENT)) {
         quiet = true;
         silent.add(upstream);
         upstream.write(chunk.subarray(0, chunk.length >> 1));
