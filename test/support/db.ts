@@ -55,9 +55,28 @@ function databaseUrl(admin: string, name: string): string {
   return u.toString();
 }
 
+/**
+ * An admin connection, waiting out a server whose connection slots are all taken (53300, "too many clients"):
+ * CI runs the suite on three Node lines at once against one server, and a run's teardown comes while the
+ * others are busy. Given up after a minute.
+ */
+async function connectAdmin(admin: string): Promise<pg.Client> {
+  const until = Date.now() + 60_000;
+  for (;;) {
+    const client = new pg.Client({ connectionString: admin });
+    try {
+      await client.connect();
+      return client;
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      if ((err as { code?: unknown }).code !== '53300' || Date.now() > until) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}
+
 async function dropDatabase(admin: string, name: string): Promise<void> {
-  const c = new pg.Client({ connectionString: admin });
-  await c.connect();
+  const c = await connectAdmin(admin);
   try {
     await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   } finally {
@@ -74,8 +93,7 @@ export async function createPostgresDatabase(prefix = 'postroom_t', options: { t
   if (!admin) throw new Error('no Postgres available');
   const run = runId();
   const name = `${prefix}_${run ? `${run}_` : ''}${randomBytes(6).toString('hex')}`;
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
+  const client = await connectAdmin(admin);
   try {
     await client.query(`CREATE DATABASE ${name}${options.template ? ` TEMPLATE ${options.template}` : ''}`);
   } finally {
@@ -93,8 +111,7 @@ export async function createPostgresDatabase(prefix = 'postroom_t', options: { t
 /** For global-setup.ts: a database with every migration applied, to clone migrated test databases from. */
 export async function createMigratedTemplate(admin: string, run: string): Promise<string> {
   const name = `postroom_tpl_${run}`;
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
+  const client = await connectAdmin(admin);
   try {
     await client.query(`CREATE DATABASE ${name}`);
   } finally {
@@ -109,20 +126,33 @@ export async function createMigratedTemplate(admin: string, run: string): Promis
   return name;
 }
 
-/** For global-setup.ts: drops every database of this run (and its template), forty at a time. */
+/** Connections the teardown drops databases on at once: a few, so that it takes no slots the other suites need. */
+const DROPPING_CONNECTIONS = 6;
+
+/**
+ * For global-setup.ts: drops every database of this run (and its template), on DROPPING_CONNECTIONS connections,
+ * each taking the next name. The template goes last: a database still being cloned from it would hold it.
+ */
 export async function dropRunDatabases(admin: string, run: string): Promise<void> {
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
+  const client = await connectAdmin(admin);
   let names: string[];
   try {
     const res = await client.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE strpos(datname, $1) > 0`, [`_${run}`]);
-    names = res.rows.map((r) => r.datname).filter((n) => n.includes(`_${run}_`) || n === `postroom_tpl_${run}`);
+    names = res.rows.map((r) => r.datname).filter((n) => n.includes(`_${run}_`));
   } finally {
     await client.end();
   }
-  for (let i = 0; i < names.length; i += 40) {
-    await Promise.all(names.slice(i, i + 40).map((n) => dropDatabase(admin, n)));
-  }
+  const queue = [...names];
+  const dropper = async (): Promise<void> => {
+    const c = await connectAdmin(admin);
+    try {
+      for (let name = queue.pop(); name !== undefined; name = queue.pop()) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    } finally {
+      await c.end();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(DROPPING_CONNECTIONS, queue.length) }, dropper));
+  await dropDatabase(admin, `postroom_tpl_${run}`);
 }
 
 export type StoreKind = 'postgres' | 'pglite';
