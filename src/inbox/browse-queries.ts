@@ -1,3 +1,4 @@
+import { named } from '../db/statement.js';
 import type { Queryable } from '../db/types.js';
 import { shownStatus } from './in-flight.js';
 import { payloadOf } from './payload.js';
@@ -169,21 +170,36 @@ export interface EarlierUnfinished {
 }
 
 /**
+ * When the oldest unfinished event was received (as text, which keeps its microseconds). Prepared and without
+ * parameters, so its plan over every partition is made once per connection, not on every call.
+ */
+const OLDEST_UNFINISHED_AT_SQL = named(
+  'inbox_oldest_unfinished_at',
+  `SELECT received_at::text AS at FROM inbox WHERE status IN ('received', 'processing', 'failed') ORDER BY received_at LIMIT 1`,
+);
+
+/**
  * The earliest unfinished event of the correspondence ordered before this one (by occurred_at, then event
  * id compared bytewise, as the claim orders them): what may be holding it back (inbox_ordering_idx).
  * Whether it holds depends on its status and the ordering hold (src/worker/claim-queries.ts).
+ *
+ * No unfinished event was received before the oldest one, so that instant, passed as a parameter, bounds the
+ * plan to the days of the backlog while it is made: over a year of daily partitions, a plan of every day took
+ * 30-50 ms, against about 1 ms for the days since the oldest unfinished event.
  */
 export async function earlierUnfinished(
   q: Queryable,
   e: { correspondenceId: string; occurredAt: Date; eventId: string },
 ): Promise<EarlierUnfinished | undefined> {
+  const since = (await q.query<{ at: string }>(OLDEST_UNFINISHED_AT_SQL)).rows[0]?.at;
+  if (since === undefined) return undefined;
   const res = await q.query<EarlierUnfinished>(
     `SELECT i.event_id, i.type, ${shownStatus('i')} AS status, i.occurred_at, i.attempts, i.next_attempt_at, i.last_error
      FROM inbox i
-     WHERE i.correspondence_id = $1 AND i.status IN ('received', 'processing', 'failed')
+     WHERE i.correspondence_id = $1 AND i.status IN ('received', 'processing', 'failed') AND i.received_at >= $4::timestamptz
        AND i.occurred_at <= $2 AND (i.occurred_at < $2 OR i.event_id COLLATE "C" < $3 COLLATE "C")
      ORDER BY i.correspondence_id, i.occurred_at LIMIT 1`,
-    [e.correspondenceId, e.occurredAt, e.eventId],
+    [e.correspondenceId, e.occurredAt, e.eventId, since],
   );
   return res.rows[0];
 }

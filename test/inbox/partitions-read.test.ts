@@ -2,11 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/db/types.js';
 import { TEST_EVENT_TYPE } from '../../src/events/type-names.js';
 import { noteStillQuarantined, resetForReplay } from '../../src/inbox/admin-queries.js';
+import { earlierUnfinished } from '../../src/inbox/browse-queries.js';
+import { getInboxEvent } from '../../src/inbox/read-queries.js';
 import { storedProbeEvent } from '../../src/probe/probe-queries.js';
 import { recoverGapsReceivedLater, upsertGaps, type NewGap } from '../../src/reconciler/gap-queries.js';
 import { reapOrphanedAttempts } from '../../src/worker/claim-queries.js';
 import { availableStoreKinds, createPastPartitions, openTestStore, type TestStore } from '../support/db.js';
-import { partitionsRead, sentBy, type Setup } from '../support/plans.js';
+import { partitionsPlanned, partitionsRead, sentBy, type Setup } from '../support/plans.js';
 
 /**
  * Statements that look up many events by id read only the days those events were received on, named by the
@@ -133,6 +135,39 @@ describe.each(await availableStoreKinds())('many-id statements read only the day
     // The days from the earliest event's to the latest's, and no other.
     expect([...read.keys()]).toEqual(expect.arrayContaining([partitionOf(4), partitionOf(6)]));
     for (const name of read.keys()) expect([4, 5, 6].map(partitionOf), name).toContain(name);
+  });
+
+  it("a read of one event by id (inbox show, the console's event page) plans that event's day alone", async () => {
+    const statements = await sentBy(store.db, async (q) => {
+      expect(await getInboxEvent(q, idOf(3, 1))).toMatchObject({ event_id: idOf(3, 1) });
+    });
+    expect([...(await partitionsPlanned(store.db, statements)).keys()]).toEqual([partitionOf(3)]);
+  });
+
+  it("the event page's search for an earlier unfinished event plans only the days since the oldest unfinished one", async () => {
+    // Two unfinished events of one correspondence, received today; the rest of the history is finished.
+    const unfinished: Setup = (q) =>
+      q.query(
+        `WITH put AS (
+           INSERT INTO inbox (event_id, type, occurred_at, received_at, raw_body, status, attempts, correspondence_id, source)
+           SELECT 'evt_hold_' || n, 'participant.acted', now() - make_interval(mins => 10 - n), now(), convert_to('{}', 'UTF8'),
+                  'failed', 1, 'cor_hold', 'webhook'
+           FROM generate_series(1, 2) n
+           RETURNING event_id, received_at)
+         INSERT INTO inbox_ids (event_id, received_at) SELECT event_id, received_at FROM put`,
+      );
+    const later = { correspondenceId: 'cor_hold', occurredAt: new Date(Date.now() - 8 * 60_000), eventId: 'evt_hold_2' };
+    const statements = await sentBy(
+      store.db,
+      async (q) => {
+        expect(await earlierUnfinished(q, later)).toMatchObject({ event_id: 'evt_hold_1' });
+      },
+      unfinished,
+    );
+    // Today's partition and those made ahead for the next days; none of the days before.
+    const planned = [...(await partitionsPlanned(store.db, statements, unfinished)).keys()];
+    expect(planned).toContain(partitionOf(0));
+    expect(planned.filter((name) => olderThan(0).includes(name))).toEqual([]);
   });
 
   it("the probe's read of its stored event reads that event's day, whether the service named it or not", async () => {
