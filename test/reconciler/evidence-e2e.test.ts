@@ -24,7 +24,14 @@ interface GapRow {
   status: string;
   reason: string | null;
   first_seen_at: Date;
-  evidence: { kind?: string; correspondence_id?: string; reread_at?: string } | null;
+  evidence: {
+    kind?: string;
+    correspondence_id?: string;
+    reread_at?: string;
+    attribution?: string;
+    candidate_count?: number;
+    candidate_correspondence_ids?: string[];
+  } | null;
 }
 
 /**
@@ -205,12 +212,16 @@ describe.skipIf(!pg)('reconciliation proves what it claims, end to end', () => {
     expect(first.code).toBe(2);
     expect(s1).toMatchObject({ outcome: 'gaps_open', gaps_open: 1, gaps_not_consumed: 1 });
 
-    // Every closed gap names its own file, re-read after the gap was seen.
+    // Every closed gap names its own file, re-read after the gap was seen. A delivery that does not name its file
+    // and fits several by type and time names them all, its own among them: the one it was paired with is the
+    // nearest in time, which under load can be another file's act of the same type (close-gaps.ts).
     for (const g of [...by_status('recovered'), ...by_status('state_synced')]) {
       const truth = sandbox.control.event(g.event_id).correspondence_id;
       expect(truth, g.event_id).toBeTruthy();
       expect(g.evidence?.kind, `${g.event_type} ${g.event_id}`).toBe('reread');
-      expect(g.evidence?.correspondence_id, `${g.event_type} ${g.event_id}: ${g.reason}`).toBe(truth);
+      if (g.evidence?.attribution === 'type_and_time' && (g.evidence.candidate_count ?? 0) > 1)
+        expect(g.evidence.candidate_correspondence_ids, `${g.event_type} ${g.event_id}: ${g.reason}`).toContain(truth);
+      else expect(g.evidence?.correspondence_id, `${g.event_type} ${g.event_id}: ${g.reason}`).toBe(truth);
       expect(new Date(g.evidence!.reread_at!).getTime()).toBeGreaterThanOrEqual(g.first_seen_at.getTime());
     }
     const closedFor = (cid: string): string[] =>
