@@ -86,17 +86,20 @@ describe.runIf(onPostgres)('flush locks: an id another flush holds is skipped, n
       });
   }
 
+  /** A flush of a new id on a new backend (of a pid congruent to `pid` modulo 16, if given) is written, not held up. */
+  async function flushesOnAnotherBackend(pid: number | undefined): Promise<void> {
+    const other = await openBackendLike(store.url!, pid);
+    try {
+      const id = newId();
+      const { inserted } = await insertFlush(other, [event(id)], flushLockSeed(store.db.schema));
+      expect([...inserted]).toEqual([id]);
+    } finally {
+      await other.close();
+    }
+  }
+
   it('a flush held open after its statement holds up no flush of other ids, whatever backend runs it', async () => {
-    await whileFlushOpen(async (holderPid) => {
-      const other = await openBackendLike(store.url!, holderPid);
-      try {
-        const id = newId();
-        const { inserted } = await insertFlush(other, [event(id)], flushLockSeed(store.db.schema));
-        expect([...inserted]).toEqual([id]);
-      } finally {
-        await other.close();
-      }
-    });
+    await whileFlushOpen((holderPid) => flushesOnAnotherBackend(holderPid));
   });
 
   it("a flush held open while it prunes old per-minute counts holds up no other flush's pruning", async () => {
@@ -108,16 +111,7 @@ describe.runIf(onPostgres)('flush locks: an id another flush holds is skipped, n
        SELECT date_trunc('minute', now() - interval '4 days') - make_interval(mins => s), 'received', 0, 1
        FROM generate_series(0, 9) AS s`,
     );
-    await whileFlushOpen(async () => {
-      const other = await openBackendLike(store.url!, undefined);
-      try {
-        const id = newId();
-        const { inserted } = await insertFlush(other, [event(id)], flushLockSeed(store.db.schema));
-        expect([...inserted]).toEqual([id]);
-      } finally {
-        await other.close();
-      }
-    });
+    await whileFlushOpen(() => flushesOnAnotherBackend(undefined));
     // The held flush rolled back its pruning, and the other skipped the rows it held: the next first flush of a
     // minute prunes them.
     const old = `SELECT count(*)::int AS n FROM inbox_minutes WHERE minute < now() - interval '3 days'`;
