@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import { queryById } from './by-id.js';
+import { INSTANT_TEXT, queryById } from './by-id.js';
 import { inboxFilterSql } from './filter.js';
 import { inFlight, shownStatus } from './in-flight.js';
 import { payloadOf } from './payload.js';
@@ -65,8 +65,6 @@ export interface InboxCursor {
 /** The page condition and order of a walk in receipt order; `p` is the cursor's first parameter. */
 const AFTER_CURSOR = (p: number): string => `($${p}::text IS NULL OR (received_at, event_id) > ($${p}::timestamptz, $${p + 1}::text))`;
 const IN_RECEIPT_ORDER = 'ORDER BY received_at, event_id';
-/** received_at in UTC to the microsecond, whatever the session's DateStyle and TimeZone. */
-const CURSOR_TEXT = `to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /** A page of matching rows after `after`, in receipt order (inbox_attention_idx: dead and quarantined rows only). */
 export async function pageReplayable(
@@ -79,7 +77,7 @@ export async function pageReplayable(
   const where = inboxFilterSql(f, params);
   params.push(after?.receivedAt ?? null, after?.eventId ?? null, limit);
   const res = await q.query<ReplayCandidate & { received_at_text: string }>(
-    `SELECT ${CANDIDATE_COLUMNS}, ${CURSOR_TEXT} AS received_at_text FROM inbox
+    `SELECT ${CANDIDATE_COLUMNS}, ${INSTANT_TEXT} AS received_at_text FROM inbox
      WHERE ${where} AND ${AFTER_CURSOR(params.length - 2)}
      ${IN_RECEIPT_ORDER} LIMIT $${params.length}`,
     params,

@@ -1,5 +1,6 @@
 import { named } from '../db/statement.js';
 import type { Queryable } from '../db/types.js';
+import { INSTANT_TEXT } from './by-id.js';
 import { shownStatus } from './in-flight.js';
 import { payloadOf } from './payload.js';
 import type { InboxRecord, InboxStatus } from './types.js';
@@ -170,12 +171,12 @@ export interface EarlierUnfinished {
 }
 
 /**
- * When the oldest unfinished event was received (as text, which keeps its microseconds). Prepared and without
+ * When the oldest unfinished event was received (INSTANT_TEXT, which keeps its microseconds). Prepared and without
  * parameters, so its plan over every partition is made once per connection, not on every call.
  */
 const OLDEST_UNFINISHED_AT_SQL = named(
   'inbox_oldest_unfinished_at',
-  `SELECT received_at::text AS at FROM inbox WHERE status IN ('received', 'processing', 'failed') ORDER BY received_at LIMIT 1`,
+  `SELECT ${INSTANT_TEXT} AS at FROM inbox WHERE status IN ('received', 'processing', 'failed') ORDER BY received_at LIMIT 1`,
 );
 
 /**
